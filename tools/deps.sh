@@ -1,0 +1,71 @@
+#!/bin/sh
+# Install every Debian package the build and the tests need.
+#
+# Run as root on Debian: runs `apt-get update` once, then `apt-get install -y`.
+# Otherwise: prints the exact install line and exits non-zero.
+#
+# Usage: tools/deps.sh [--check]
+#   --check   only report what is missing (exit 1 if anything is)
+set -eu
+
+BASE_PKGS="build-essential make gcc libc6-dev pkg-config kmod cpio xz-utils \
+busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
+libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
+linux-source-6.12"
+
+stamp_dir=${XPMEM_DEPS_STAMP_DIR:-/var/tmp}
+check_only=0
+[ "${1:-}" = "--check" ] && check_only=1
+
+# Newest 6.12 flavour for which both an unsigned image and headers exist.
+pick_612() {
+	apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' 2>/dev/null |
+		sed -n 's/^linux-image-\(6\.12\.[0-9]*+deb12-amd64\)-unsigned .*/\1/p' |
+		sort -V | while read -r v; do
+			if apt-cache show "linux-headers-$v" >/dev/null 2>&1; then
+				echo "$v"
+			fi
+		done | tail -n 1
+}
+
+missing() {
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
+	done
+}
+
+have_612() {
+	ls -d /lib/modules/6.12.*-amd64/build >/dev/null 2>&1 &&
+		ls /boot/vmlinuz-6.12.*-amd64 >/dev/null 2>&1
+}
+
+need=$(missing $BASE_PKGS)
+need612=""
+have_612 || need612=yes
+
+if [ -z "$need" ] && [ -z "$need612" ]; then
+	exit 0
+fi
+
+if [ "$check_only" = 1 ] || [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+	echo "xpmem: missing build/test dependencies. Install them with:" >&2
+	echo "  apt-get update && apt-get install -y $need${need612:+ linux-image-6.12.<N>+deb12-amd64-unsigned linux-headers-6.12.<N>+deb12-amd64}" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+if [ ! -f "$stamp_dir/xpmem-apt-updated" ]; then
+	apt-get update
+	touch "$stamp_dir/xpmem-apt-updated" 2>/dev/null || true
+fi
+extra=""
+if [ -n "$need612" ]; then
+	v=$(pick_612)
+	if [ -z "$v" ]; then
+		echo "xpmem: no linux-image-6.12.*-amd64-unsigned with matching headers in the archive" >&2
+		exit 1
+	fi
+	extra="linux-image-$v-unsigned linux-headers-$v"
+fi
+# No initramfs-tools hooks are needed for the guest kernels we boot ourselves.
+apt-get install -y --no-install-recommends $need $extra
