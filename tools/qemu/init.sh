@@ -1,0 +1,168 @@
+#!/bin/sh
+# /init of the xpmem test VM (busybox initramfs, packed by tools/qemu/run.sh).
+#
+# Console (ttyS0) gets everything a human wants to read; /dev/ttyS1 gets a
+# clean, machine-readable copy of each suite's output framed by "@@XPMEM"
+# lines, which the host parses (kernel messages never go there).
+# Settings come from /etc/xpmem-run.conf (see run.sh).
+
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/tools
+export HOME=/tmp
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /dev/shm /dev/pts /tmp /dev/hugepages
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount -t devpts devpts /dev/pts 2>/dev/null
+[ -d /sys/kernel/debug ] && mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+if grep -q hugetlbfs /proc/filesystems; then
+	mount -t hugetlbfs hugetlbfs /dev/hugepages
+	echo 64 > /proc/sys/vm/nr_hugepages 2>/dev/null
+fi
+hostname xpmem-vm
+
+MODE=check
+SUITE_FILTER=
+SUITE_TIMEOUT=300
+KERNEL_NAME=unknown
+[ -f /etc/xpmem-run.conf ] && . /etc/xpmem-run.conf
+
+R=/dev/ttyS1
+[ -c "$R" ] || R=/dev/console
+rec() { echo "@@XPMEM $*" > "$R"; }
+say() { echo "xpmem-vm: $*"; }
+
+say "kernel $(uname -r) ($KERNEL_NAME), $(nproc) cpus," \
+	"nodes: $(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)," \
+	"mode $MODE, filter '${SUITE_FILTER:-*}'"
+rec "START $KERNEL_NAME $(uname -r)"
+
+# matches NAME: true if SUITE_FILTER is empty or NAME contains one of its
+# space-separated words.
+matches() {
+	[ -z "$SUITE_FILTER" ] && return 0
+	for w in $SUITE_FILTER; do
+		case "$1" in *"$w"*) return 0 ;; esac
+	done
+	return 1
+}
+
+# run_suite PASS NAME [ENV...]: run /selftests/NAME under a timeout in its own
+# tmpfs directory; stream to the console, copy to the result channel.
+run_suite() {
+	pass=$1; name=$2; shift 2
+	dir=/tmp/run-$pass-$name
+	mkdir -p "$dir"
+	say "=== suite $name ($pass) start"
+	t0=$(date +%s)
+	( cd "$dir" && env "$@" timeout "$SUITE_TIMEOUT" "/selftests/$name" 2>&1
+	  echo $? > "$dir/.rc" ) | tee "$dir/.out"
+	rc=$(cat "$dir/.rc" 2>/dev/null || echo 255)
+	t=$(( $(date +%s) - t0 ))
+	{
+		echo "@@XPMEM BEGIN $pass $name"
+		cat "$dir/.out"
+		echo "@@XPMEM END $pass $name rc=$rc time=$t"
+	} > "$R"
+	tot=$(grep '^# Totals:' "$dir/.out" | tail -n 1)
+	say "=== suite $name ($pass) rc=$rc ${t}s ${tot:-NO TOTALS LINE}"
+}
+
+kmemleak_dump() {
+	f=/sys/kernel/debug/kmemleak
+	[ -w "$f" ] || return 0
+	echo scan > "$f"; sleep 5; echo scan > "$f"
+	n=$(grep -c 'unreferenced object' "$f")
+	say "kmemleak ($1): $n unreferenced object(s)"
+	{ echo "@@XPMEM KMEMLEAK-BEGIN $1"; cat "$f"; echo "@@XPMEM KMEMLEAK-END $1"; } > "$R"
+	cat "$f" | sed 's/^/kmemleak| /'
+}
+
+suites() { # suites PREFIX: basenames of /selftests/PREFIX* that match the filter
+	for s in /selftests/"$1"*; do
+		[ -x "$s" ] || continue
+		n=${s##*/}
+		matches "$n" && echo "$n"
+	done
+}
+
+if [ "$MODE" = demo ]; then
+	say "---- demo 1: through the module (/dev/xpmem) ----"
+	if insmod /xpmem.ko; then
+		ls -l /dev/xpmem
+		if [ -x /tools/xpmem-demo ]; then
+			(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-demo)
+			say "demo (module) exit status $?"
+		else
+			say "no /tools/xpmem-demo in this build"
+		fi
+		rmmod xpmem && say "module unloaded"
+	else
+		say "insmod /xpmem.ko failed"
+	fi
+	say "---- demo 2: module unloaded, fallback (POSIX shm) ----"
+	if [ -x /tools/xpmem-demo ]; then
+		(cd /tmp && /tools/xpmem-demo)
+		say "demo (fallback) exit status $?"
+	fi
+	rec DONE
+	say "done, powering off"
+	sync
+	reboot -f
+	sleep 5; poweroff -f
+fi
+
+# ---- check mode -------------------------------------------------------------
+
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	# Leaks from boot are not ours: print them, then forget them.
+	kmemleak_dump boot
+	echo clear > /sys/kernel/debug/kmemleak
+fi
+
+if [ -f /xpmem.ko ]; then
+	if insmod /xpmem.ko; then
+		rec "RESULT insmod ok"
+		say "module loaded; /dev/xpmem: $(ls -l /dev/xpmem 2>&1)"
+	else
+		rec "RESULT insmod fail"
+		say "insmod /xpmem.ko FAILED"
+	fi
+else
+	say "no /xpmem.ko in this initramfs (kernel/ empty?)"
+fi
+
+for n in $(suites xpmem_); do run_suite kernel "$n" XPMEM_BACKEND=kernel; done
+for n in $(suites lib_); do run_suite kernel "$n" XPMEM_BACKEND=kernel; done
+
+if [ -w /sys/kernel/debug/kmemleak ] && [ -d /sys/module/xpmem ]; then
+	# While the module is loaded its symbols resolve in the backtraces.
+	kmemleak_dump loaded
+fi
+
+if [ -d /sys/module/xpmem ]; then
+	if rmmod xpmem; then
+		rec "RESULT rmmod_after_suites ok"
+		say "rmmod xpmem: ok"
+	else
+		rec "RESULT rmmod_after_suites fail"
+		say "rmmod xpmem: FAILED"
+		lsmod
+	fi
+fi
+
+for n in $(suites lib_); do run_suite fallback "$n" -u XPMEM_BACKEND; done
+
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	kmemleak_dump final
+fi
+
+rec DONE
+say "all suites done, powering off"
+sync
+reboot -f
+sleep 5
+poweroff -f

@@ -1,0 +1,30 @@
+# shellcheck shell=bash
+# Kernel name -> boot image and module build dir.  Sourced by run.sh.
+# Names: debian-6.1, debian-6.12, debug-6.12.
+
+# resolve_kernel NAME TOPDIR BUILDDIR: sets KIMAGE and KDIR, or fails.
+resolve_kernel() {
+	local name=$1 top=$2 b=$3 img=
+	case "$name" in
+	debian-6.1)  img=$(ls /boot/vmlinuz-6.1.0-*-amd64 2>/dev/null | sort -V | tail -n 1) ;;
+	debian-6.12) img=$(ls /boot/vmlinuz-6.12.*+deb12-amd64 2>/dev/null | sort -V | tail -n 1) ;;
+	debug-6.12)
+		"$top/tools/config/build-debug-kernel.sh" "$b/debug-6.12" >&2 || return 1
+		KIMAGE=$b/debug-6.12/linux-source-6.12/arch/x86/boot/bzImage
+		KDIR=$b/debug-6.12/linux-source-6.12
+		return 0 ;;
+	*)
+		echo "unknown kernel '$name' (known: debian-6.1 debian-6.12 debug-6.12)" >&2
+		return 1 ;;
+	esac
+	if [ -z "$img" ]; then
+		echo "$name: no matching /boot/vmlinuz image; run tools/deps.sh as root" >&2
+		return 1
+	fi
+	KIMAGE=$img
+	KDIR=/lib/modules/${img#/boot/vmlinuz-}/build
+	if [ ! -f "$KDIR/Makefile" ]; then
+		echo "$name: headers missing ($KDIR); run tools/deps.sh as root" >&2
+		return 1
+	fi
+}

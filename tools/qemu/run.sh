@@ -1,0 +1,253 @@
+#!/bin/bash
+# Boot one test kernel in QEMU (TCG) and run the selftests in it.
+#
+# Usage: tools/qemu/run.sh [--demo] KERNEL [SUITE-FILTER...]
+#   KERNEL        debian-6.1 | debian-6.12 | debug-6.12
+#   SUITE-FILTER  words; only suites whose name contains one of them run
+#                 (e.g. `tools/qemu/run.sh debian-6.1 xpmem_basic`)
+#   --demo        run /tools/xpmem-demo with and without the module instead
+#
+# Steps: build xpmem.ko for KERNEL in build/mod/KERNEL, pack a busybox
+# initramfs (init = tools/qemu/init.sh) with the module, build/selftests/*,
+# build/tools/* and the library, boot qemu-system-x86_64 -accel tcg -cpu max
+# with two NUMA nodes, then judge the run:
+#   - every suite's kselftest "# Totals:" line (pass/fail/skip summed; a
+#     suite that crashes, times out, exits non-zero with no failure counted
+#     or prints no Totals line counts as one failure);
+#   - insmod and "rmmod after suites" count as one test each;
+#   - every kernel BUG/WARNING/Oops/KASAN/lockdep/... line in the console
+#     counts as one failure;
+#   - kmemleak (debug kernel): each leaked object involving xpmem fails;
+#   - VM wall-clock timeout or a VM that never reports DONE fails.
+# Logs: build/qemu/KERNEL/{console.log,results.log}; summary line in
+# build/qemu/KERNEL/result ("PASS FAIL SKIP WALLSECONDS").
+#
+# Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12: 1800),
+#   SUITE_TIMEOUT (s per suite, default 300), VM_MEM_MB (default 2048, split
+#   over two NUMA nodes), VM_SMP (2), VERBOSE=1 streams the console live,
+#   NO_BUILD=1 skips `make userspace`, B (build dir, default build).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+B=${B:-build}
+. tools/qemu/kernels.sh
+
+mode=check
+if [ "${1:-}" = "--demo" ]; then mode=demo; shift; fi
+[ $# -ge 1 ] || { sed -n '2,12p' "$0" >&2; exit 1; }
+kname=$1; shift
+filter="$*"
+
+die() { echo "run.sh[$kname]: $*" >&2; exit 1; }
+
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run tools/deps.sh as root"
+[ -x /bin/busybox ] || die "/bin/busybox missing (busybox-static); run tools/deps.sh as root"
+
+resolve_kernel "$kname" "$top" "$B" || die "cannot resolve kernel"
+case "$kname" in debug-*) def_timeout=1800 ;; *) def_timeout=900 ;; esac
+vm_timeout=${VM_TIMEOUT:-$def_timeout}
+suite_timeout=${SUITE_TIMEOUT:-300}
+mem=${VM_MEM_MB:-2048}
+smp=${VM_SMP:-2}
+
+out=$B/qemu/$kname
+mkdir -p "$out"
+
+# ---- build ------------------------------------------------------------------
+if [ -z "${NO_BUILD:-}" ]; then
+	make -s userspace >&2 || die "userspace build failed"
+fi
+have_mod=0
+if ls kernel/*.c >/dev/null 2>&1; then
+	tools/build-module.sh "$KDIR" "$B/mod/$kname" >"$out/module-build.log" 2>&1 ||
+		{ cat "$out/module-build.log" >&2; die "module build failed for $KDIR"; }
+	have_mod=1
+else
+	echo "run.sh[$kname]: kernel/ has no sources: booting without a module" >&2
+fi
+
+# ---- initramfs --------------------------------------------------------------
+root=$out/root
+rm -rf "$root"
+mkdir -p "$root"/{bin,sbin,dev,etc,proc,sys,tmp,selftests,tools,lib}
+cp /bin/busybox "$root/bin/busybox"
+cp tools/qemu/init.sh "$root/init"
+chmod 0755 "$root/init"
+mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
+[ "$have_mod" = 1 ] && cp "$B/mod/$kname/xpmem.ko" "$root/xpmem.ko"
+for f in "$B"/selftests/*; do [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$root/selftests/"; done
+for f in "$B"/tools/*; do [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$root/tools/"; done
+cp -P "$B"/lib/libxpmem.so* "$root/lib/" 2>/dev/null || true
+cat > "$root/etc/passwd" <<'EOP'
+root:x:0:0:root:/tmp:/bin/sh
+alice:x:1000:1000:test user:/tmp:/bin/sh
+bob:x:1001:1001:test user:/tmp:/bin/sh
+carol:x:1002:1002:test user:/tmp:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+EOP
+cat > "$root/etc/group" <<'EOG'
+root:x:0:
+alice:x:1000:
+bob:x:1001:
+carol:x:1002:
+xpmemtest:x:1500:alice,bob
+nogroup:x:65534:
+EOG
+{
+	echo "MODE=$mode"
+	echo "KERNEL_NAME='$kname'"
+	echo "SUITE_TIMEOUT=$suite_timeout"
+	echo "SUITE_FILTER='$filter'"
+} > "$root/etc/xpmem-run.conf"
+(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 > "$out/initramfs.cpio.gz"
+
+# Suites the guest must report (same selection as init.sh).
+matches() {
+	[ -z "$filter" ] && return 0
+	local w
+	for w in $filter; do case "$1" in *"$w"*) return 0 ;; esac; done
+	return 1
+}
+expected=()
+if [ "$mode" = check ]; then
+	for p in xpmem_ lib_; do
+		for f in "$root"/selftests/"$p"*; do
+			[ -f "$f" ] || continue
+			n=${f##*/}; matches "$n" && expected+=("kernel $n")
+		done
+	done
+	for f in "$root"/selftests/lib_*; do
+		[ -f "$f" ] || continue
+		n=${f##*/}; matches "$n" && expected+=("fallback $n")
+	done
+	[ "$have_mod" = 1 ] && expected+=("RESULT insmod" "RESULT rmmod_after_suites")
+fi
+
+# ---- boot -------------------------------------------------------------------
+half=$((mem / 2))
+append="console=ttyS0,115200 rdinit=/init panic=-1 mitigations=off printk.devkmsg=on"
+rm -f "$out/console.log" "$out/results.log"
+echo "run.sh[$kname]: booting $KIMAGE (${mem} MiB, $smp cpus, 2 NUMA nodes, limit ${vm_timeout}s)" >&2
+t0=$(date +%s)
+if [ -n "${VERBOSE:-}" ]; then
+	touch "$out/console.log"
+	tail -n +1 -F "$out/console.log" 2>/dev/null &
+	tailpid=$!
+fi
+set +e
+timeout -k 10 "$vm_timeout" qemu-system-x86_64 \
+	-accel tcg -cpu max -smp "$smp" -m "${mem}M" \
+	-object memory-backend-ram,id=m0,size="${half}M" -numa node,memdev=m0,nodeid=0 \
+	-object memory-backend-ram,id=m1,size="$((mem - half))M" -numa node,memdev=m1,nodeid=1 \
+	-nodefaults -display none -no-reboot \
+	-serial file:"$out/console.log" -serial file:"$out/results.log" \
+	-kernel "$KIMAGE" -initrd "$out/initramfs.cpio.gz" -append "$append" \
+	</dev/null >"$out/qemu.log" 2>&1
+qrc=$?
+set -e
+wall=$(( $(date +%s) - t0 ))
+[ -n "${VERBOSE:-}" ] && { sleep 1; kill "$tailpid" 2>/dev/null || true; }
+
+# ---- judge ------------------------------------------------------------------
+pass=0 fail=0 skip=0
+bad() { echo "  FAIL  $*"; fail=$((fail + 1)); }
+
+res=$out/results.clean
+tr -d '\r' < "$out/results.log" > "$res" 2>/dev/null || : > "$res"
+
+echo "---- $kname: results ($(basename "$KIMAGE"), VM wall time ${wall}s) ----"
+if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+	bad "VM timed out after ${vm_timeout}s (see $out/console.log)"
+elif [ "$qrc" != 0 ]; then
+	bad "qemu exited with status $qrc: $(tail -n 3 "$out/qemu.log" | tr '\n' ' ')"
+fi
+
+if [ "$mode" = check ]; then
+	for e in "${expected[@]}"; do
+		case "$e" in
+		"RESULT "*)
+			what=${e#RESULT }
+			st=$(sed -n "s/^@@XPMEM RESULT $what //p" "$res" | tail -n 1)
+			case "$st" in
+			ok) echo "  ok    $what"; pass=$((pass + 1)) ;;
+			fail) bad "$what" ;;
+			*) bad "$what: not reported by the VM" ;;
+			esac
+			continue ;;
+		esac
+		set -- $e
+		p=$1 n=$2
+		block=$(awk -v p="$p" -v n="$n" '
+			$0 == "@@XPMEM BEGIN " p " " n { on = 1; next }
+			on && index($0, "@@XPMEM END " p " " n " ") == 1 { print; exit }
+			on { print }' "$res")
+		endl=$(printf '%s\n' "$block" | grep '^@@XPMEM END ' || true)
+		if [ -z "$endl" ]; then
+			bad "$n [$p]: did not run to completion (VM crash or timeout?)"
+			continue
+		fi
+		rc=$(printf '%s\n' "$endl" | sed -n 's/.* rc=\([0-9]*\).*/\1/p')
+		tm=$(printf '%s\n' "$endl" | sed -n 's/.* time=\([0-9]*\).*/\1/p')
+		tot=$(printf '%s\n' "$block" | grep '^# Totals:' | tail -n 1 || true)
+		if [ -z "$tot" ]; then
+			bad "$n [$p]: no '# Totals:' line (rc=$rc, ${tm}s)"
+			continue
+		fi
+		get() { printf '%s\n' "$tot" | sed -n "s/.*[ :]$1:\([0-9]*\).*/\1/p"; }
+		sp=$(get pass) sf=$(get fail) sx=$(get xfail) sxp=$(get xpass) ss=$(get skip) se=$(get error)
+		sp=${sp:-0} sf=${sf:-0} sx=${sx:-0} sxp=${sxp:-0} ss=${ss:-0} se=${se:-0}
+		np=$((sp + sx)) nf=$((sf + sxp + se))
+		pass=$((pass + np)) skip=$((skip + ss)) fail=$((fail + nf))
+		line="$n [$p]: pass $np, fail $nf, skip $ss (rc=$rc, ${tm}s)"
+		if [ "$rc" = 143 ] || [ "$rc" = 124 ]; then
+			bad "$line: killed by the ${suite_timeout}s suite timeout"
+		elif [ "$nf" = 0 ] && [ "$rc" != 0 ] && [ "$rc" != 4 ]; then
+			bad "$line: non-zero exit without a counted failure"
+		elif [ "$nf" != 0 ]; then
+			echo "  FAIL  $line"
+			printf '%s\n' "$block" | grep -E '^(not ok|# +[A-Za-z_0-9.]+:[0-9]+:|#  FAIL)' | head -n 20 | sed 's/^/          /'
+		else
+			echo "  ok    $line"
+		fi
+	done
+	grep -q '^@@XPMEM DONE' "$res" || bad "VM did not report DONE (crashed, hung or panicked?)"
+fi
+
+# Kernel findings: only printk lines (timestamped) are scanned, so test output
+# that happens to contain one of the words cannot trigger a false failure.
+pat='BUG:|WARNING:|Oops|general protection fault|KASAN|UBSAN|possible recursive locking|possible circular locking|lockdep|inconsistent lock state|suspicious RCU usage|unreferenced object|Kernel panic|list_add corruption|list_del corruption|sleeping function called from invalid context|refcount_t'
+if [ -f "$out/console.log" ]; then
+	findings=$(tr -d '\r' < "$out/console.log" |
+		grep -E '\[ *[0-9]+\.[0-9]{6}\]' | grep -E "$pat" |
+		grep -vE 'lockdep_assert|Lock dependency validator' || true)
+	if [ -n "$findings" ]; then
+		while IFS= read -r l; do bad "console: $l"; done <<< "$findings"
+	fi
+fi
+
+# kmemleak: objects reported after the module was loaded whose backtrace
+# involves xpmem (a resolved xpmem symbol, or an unresolved module-area
+# address once the module is unloaded).  Boot-time leaks are only printed.
+if grep -q '^@@XPMEM KMEMLEAK-BEGIN' "$res"; then
+	nboot=$(awk '/^@@XPMEM KMEMLEAK-BEGIN boot/{on=1;next} /^@@XPMEM KMEMLEAK-END/{on=0} on && /unreferenced object/{c++} END{print c+0}' "$res")
+	echo "  info  kmemleak: $nboot boot-time leak(s) before the module was loaded (not counted)"
+	leaks=$(awk '
+		/^@@XPMEM KMEMLEAK-BEGIN (loaded|final)/ { on = 1; next }
+		/^@@XPMEM KMEMLEAK-END/ { flush(); on = 0; next }
+		!on { next }
+		/unreferenced object/ { flush(); obj = $3; head = $0; ours = 0; next }
+		/xpmem/ || /\] 0xffffffff[a-f0-9]+$/ { ours = 1 }
+		function flush() { if (obj != "" && ours && !(obj in seen)) { seen[obj] = 1; print head } obj = "" }
+		END { flush() }' "$res")
+	if [ -n "$leaks" ]; then
+		while IFS= read -r l; do bad "kmemleak: $l (details in $out/results.log)"; done <<< "$leaks"
+	else
+		echo "  ok    kmemleak: no leak involving xpmem"
+		pass=$((pass + 1))
+	fi
+fi
+
+echo "$pass $fail $skip $wall" > "$out/result"
+echo "== $kname: $pass passed, $fail failed, $skip skipped; VM wall time ${wall}s; log $out/console.log"
+[ "$fail" = 0 ]
