@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * xpmem.h - public interface of libxpmem.so.0.
+ *
+ * Part 1 is the classic libxpmem API: the same types, constants and seven
+ * functions (plus xpmem_init) with the same signatures and return
+ * conventions as the libxpmem headers existing MPI/PGAS runtimes are built
+ * against.  Errors are reported as -1 (or (void *)-1 for xpmem_attach) with
+ * errno set.
+ *
+ * Part 2 holds this library's extensions.  Every extension name starts with
+ * xpmem_ext_ / XPMEM_EXT_.  They are additive: a program that uses only
+ * part 1 builds and behaves exactly as with the classic library.
+ *
+ * The library serves the API from one of two backends, chosen once per
+ * process on first use: the kernel module (/dev/xpmem) or, when the module
+ * is absent or XPMEM_BACKEND=shm, POSIX shared memory.  docs/library.md
+ * lists every behavioural difference between them.
+ */
+#ifndef _XPMEM_H
+#define _XPMEM_H
+
+#include <stddef.h>
+#include "xpmem_uapi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- part 1: classic API ---------------------------------------------- */
+
+/*
+ * xpmem_version - version of the active backend.
+ *
+ * Returns the kernel module's version (>= 0) on the kernel backend.  On the
+ * shared-memory backend it returns -1 with errno ENODEV, because the classic
+ * API cannot be fully served there (no whole-address-space export); callers
+ * that treat "version >= 0" as "xpmem is usable" (UCX) then fall back.
+ */
+int xpmem_version(void);
+
+/*
+ * xpmem_make - export [vaddr, vaddr + size) of the caller as a segment.
+ * @permit_type:  XPMEM_PERMIT_MODE
+ * @permit_value: the 0777-style access mode, cast to a pointer
+ *
+ * Returns a positive segment id, or -1 with errno.
+ */
+xpmem_segid_t xpmem_make(void *vaddr, size_t size, int permit_type,
+			 void *permit_value);
+
+/* xpmem_remove - withdraw a segment made by the caller.  0 or -1/errno. */
+int xpmem_remove(xpmem_segid_t segid);
+
+/*
+ * xpmem_get - obtain an access permit for a segment.
+ * @flags:        XPMEM_RDONLY or XPMEM_RDWR
+ * @permit_type:  XPMEM_PERMIT_MODE
+ * @permit_value: ignored (some callers pass NULL, others (void *)0666)
+ *
+ * Returns a positive access permit id, or -1 with errno.
+ */
+xpmem_apid_t xpmem_get(xpmem_segid_t segid, int flags, int permit_type,
+		       void *permit_value);
+
+/* xpmem_release - drop a permit and detach its attachments.  0 or -1/errno. */
+int xpmem_release(xpmem_apid_t apid);
+
+/*
+ * xpmem_attach - map @size bytes of a segment at page-aligned @addr.offset.
+ * @vaddr: the address to map at, or NULL to let the system choose.
+ *
+ * Returns the address of the attachment, or (void *)-1 with errno.
+ */
+void *xpmem_attach(struct xpmem_addr addr, size_t size, void *vaddr);
+
+/* xpmem_detach - unmap the attachment containing @vaddr.  0 or -1/errno. */
+int xpmem_detach(void *vaddr);
+
+/*
+ * xpmem_init - select and set up the backend now instead of on first use.
+ * Returns 0 when a backend is available, -1 with errno otherwise (e.g.
+ * ENODEV for XPMEM_BACKEND=kernel without the module).
+ */
+int xpmem_init(void);
+
+/* ---- part 2: extensions (not in the classic libxpmem) ------------------ */
+
+/* Backends, as reported by xpmem_ext_backend(). */
+enum xpmem_ext_backend_id {
+	XPMEM_EXT_BACKEND_NONE = 0,	/* no backend could be set up */
+	XPMEM_EXT_BACKEND_KERNEL = 1,	/* ioctls on /dev/xpmem */
+	XPMEM_EXT_BACKEND_SHM = 2,	/* POSIX shared memory fallback */
+};
+
+/*
+ * xpmem_ext_backend - which backend serves this process, and why.
+ * @reason: if not NULL, receives a static human-readable explanation
+ *          (e.g. "XPMEM_BACKEND=shm" or "auto: /dev/xpmem: No such file
+ *          or directory"); valid for the life of the process.
+ *
+ * Selects the backend if that has not happened yet.  Returns one of
+ * enum xpmem_ext_backend_id; XPMEM_EXT_BACKEND_NONE comes with errno set
+ * to the reason no backend is usable.
+ */
+int xpmem_ext_backend(const char **reason);
+
+/* xpmem_ext_backend_name - "kernel", "shm" or "none". */
+const char *xpmem_ext_backend_name(int backend);
+
+/*
+ * Feature bits of the active backend, from xpmem_ext_features().  A
+ * fallback-aware caller checks them instead of guessing from the backend.
+ */
+#define XPMEM_EXT_F_WHOLE_AS	0x01UL	/* make(NULL, XPMEM_MAXADDR_SIZE) works */
+#define XPMEM_EXT_F_ANY_MEMORY	0x02UL	/* any mapped page-aligned range exports */
+#define XPMEM_EXT_F_MIGRATE	0x04UL	/* private anonymous ranges export by
+					 * in-place migration onto shared memory */
+#define XPMEM_EXT_F_CROSS_USER	0x08UL	/* peers with another uid can attach
+					 * when the permit mode allows it */
+#define XPMEM_EXT_F_REVOKE	0x10UL	/* remove/owner exit revokes existing
+					 * attachments (access => SIGBUS) */
+#define XPMEM_EXT_F_COHERENT	0x20UL	/* attachments follow the owner's later
+					 * munmap/mmap/fork (mirror) */
+
+/* xpmem_ext_features - XPMEM_EXT_F_* of the active backend; 0 if none. */
+unsigned long xpmem_ext_features(void);
+
+/* xpmem_ext_alloc() flags */
+#define XPMEM_EXT_ALLOC_HUGETLB	0x1U	/* try huge pages, quietly fall back */
+
+/*
+ * xpmem_ext_alloc - allocate memory that xpmem_make() can export on every
+ * backend.  @size is rounded up to the page size (the huge page size when
+ * huge pages were used).  The memory is zeroed and shared with children
+ * after fork (it is a shared mapping, not copy-on-write).
+ *
+ * Returns the page-aligned address, or NULL with errno (EINVAL for size 0
+ * or unknown flags, ENOSPC when the shared-memory directory is full,
+ * ENOMEM).
+ */
+void *xpmem_ext_alloc(size_t size, unsigned int flags);
+
+/*
+ * xpmem_ext_free - free memory from xpmem_ext_alloc().  Segments made on it
+ * are removed first.  Returns 0, or -1 with errno EINVAL if @addr did not
+ * come from xpmem_ext_alloc().
+ */
+int xpmem_ext_free(void *addr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* _XPMEM_H */

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * kernel.c - the kernel backend: the classic ioctls on /dev/xpmem.
+ *
+ * The device is opened lazily with O_RDWR|O_CLOEXEC, once per process.
+ * The module ties a device file to the process that opened it; a child
+ * after fork() that still uses its parent's descriptor gets
+ * XPMEM_ERRNO_NOPROC.  We reopen as soon as getpid() changes, and in any
+ * case retry an ioctl once after reopening when it fails with NOPROC.
+ * Every call issues its command exactly once (the classic library sends
+ * MAKE twice).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "xpmem_lib.h"
+
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static int dev_fd = -1;		/* protected by dev_lock */
+static pid_t dev_pid;		/* process that opened dev_fd */
+
+/*
+ * dev_reopen_locked - (re)open the device for the calling process.
+ * @stale: descriptor known to be unusable, or -1
+ *
+ * A descriptor inherited over fork() is the child's own copy of the
+ * parent's file; closing it only drops the child's reference.
+ */
+static int dev_reopen_locked(int stale)
+{
+	int fd;
+
+	if (dev_fd >= 0 && (dev_fd == stale || dev_pid != getpid())) {
+		close(dev_fd);
+		dev_fd = -1;
+	}
+	if (dev_fd >= 0)
+		return dev_fd;
+	fd = open(XPMEM_DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dev_fd = fd;
+	dev_pid = getpid();
+	return fd;
+}
+
+static int dev_get(int stale)
+{
+	int fd;
+
+	pthread_mutex_lock(&dev_lock);
+	if (dev_fd >= 0 && dev_fd != stale && dev_pid == getpid())
+		fd = dev_fd;
+	else
+		fd = dev_reopen_locked(stale);
+	pthread_mutex_unlock(&dev_lock);
+	return fd;
+}
+
+/**
+ * xpmem_lib_kernel_probe - open /dev/xpmem to see whether the module is there.
+ *
+ * Return: 0, or the negative errno of open(2).
+ */
+int xpmem_lib_kernel_probe(void)
+{
+	int fd = dev_get(-1);
+
+	return fd < 0 ? fd : 0;
+}
+
+/*
+ * dev_ioctl - issue one command, retrying once on a fresh descriptor when
+ * the module answers XPMEM_ERRNO_NOPROC.  Fills in the descriptor for
+ * commands that carry it (ATTACH) through @fd_out before each try.
+ */
+static int dev_ioctl(unsigned long cmd, void *arg, int *fd_out)
+{
+	int fd = dev_get(-1);
+	int ret, try;
+
+	for (try = 0; try < 2; try++) {
+		if (fd < 0)
+			return fd;
+		if (fd_out)
+			*fd_out = fd;
+		ret = ioctl(fd, cmd, arg);
+		if (ret >= 0)
+			return ret;
+		if (errno != XPMEM_ERRNO_NOPROC)
+			return -errno;
+		xpmem_lib_log("ioctl %#lx: XPMEM_ERRNO_NOPROC, reopening "
+			      XPMEM_DEV_PATH, cmd);
+		fd = dev_get(fd);
+	}
+	return -XPMEM_ERRNO_NOPROC;
+}
+
+static int kernel_version(void)
+{
+	return dev_ioctl(XPMEM_CMD_VERSION, NULL, NULL);
+}
+
+static int kernel_make(void *vaddr, size_t size, int mode,
+		       xpmem_segid_t *segid)
+{
+	struct xpmem_cmd_make cmd = {
+		.vaddr = (__u64)(uintptr_t)vaddr,
+		.size = size,
+		.permit_type = XPMEM_PERMIT_MODE,
+		.permit_value = (__u64)mode,
+	};
+	int ret = dev_ioctl(XPMEM_CMD_MAKE, &cmd, NULL);
+
+	if (ret < 0)
+		return ret;
+	*segid = cmd.segid;
+	return 0;
+}
+
+static int kernel_remove(xpmem_segid_t segid)
+{
+	struct xpmem_cmd_remove cmd = { .segid = segid };
+	int ret = dev_ioctl(XPMEM_CMD_REMOVE, &cmd, NULL);
+
+	return ret < 0 ? ret : 0;
+}
+
+static int kernel_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
+{
+	/* The permit value is never passed on, as in the classic library. */
+	struct xpmem_cmd_get cmd = {
+		.segid = segid,
+		.flags = flags,
+		.permit_type = XPMEM_PERMIT_MODE,
+		.permit_value = 0,
+	};
+	int ret = dev_ioctl(XPMEM_CMD_GET, &cmd, NULL);
+
+	if (ret < 0)
+		return ret;
+	*apid = cmd.apid;
+	return 0;
+}
+
+static int kernel_release(xpmem_apid_t apid)
+{
+	struct xpmem_cmd_release cmd = { .apid = apid };
+	int ret = dev_ioctl(XPMEM_CMD_RELEASE, &cmd, NULL);
+
+	return ret < 0 ? ret : 0;
+}
+
+static int kernel_attach(xpmem_apid_t apid, off_t offset, size_t size,
+			 void *vaddr, void **addr)
+{
+	struct xpmem_cmd_attach cmd = {
+		.apid = apid,
+		.offset = offset,
+		.size = size,
+		.vaddr = (__u64)(uintptr_t)vaddr,
+		.flags = 0,
+	};
+	int ret = dev_ioctl(XPMEM_CMD_ATTACH, &cmd, &cmd.fd);
+
+	if (ret < 0)
+		return ret;
+	*addr = (void *)(uintptr_t)cmd.vaddr;
+	return 0;
+}
+
+static int kernel_detach(void *vaddr)
+{
+	struct xpmem_cmd_detach cmd = { .vaddr = (__u64)(uintptr_t)vaddr };
+	int ret = dev_ioctl(XPMEM_CMD_DETACH, &cmd, NULL);
+
+	return ret < 0 ? ret : 0;
+}
+
+/* ---- allocator: shared anonymous memory, any range exports ------------- */
+
+struct kalloc {
+	struct kalloc *next;
+	void *addr;
+	size_t size;
+};
+
+static pthread_mutex_t kalloc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kalloc *kallocs;	/* protected by kalloc_lock */
+
+/*
+ * kernel_alloc - shared anonymous (shmem-backed) memory, so that futexes
+ * on it work across processes and it behaves like the shm backend's
+ * allocator across fork.
+ */
+static int kernel_alloc(size_t size, unsigned int flags, void **addr)
+{
+	struct kalloc *ka = malloc(sizeof(*ka));
+	size_t page = xpmem_lib_page_size();
+	void *p = MAP_FAILED;
+
+	if (!ka)
+		return -ENOMEM;
+	if (size > SIZE_MAX - (2UL << 20)) {
+		free(ka);
+		return -ENOMEM;
+	}
+	if (flags & XPMEM_EXT_ALLOC_HUGETLB) {
+		size_t hsize = (size + (2UL << 20) - 1) & ~((2UL << 20) - 1);
+
+		p = mmap(NULL, hsize, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (p != MAP_FAILED)
+			size = hsize;
+		else
+			xpmem_lib_log("alloc: no huge pages (%s), using base pages",
+				      strerror(errno));
+	}
+	if (p == MAP_FAILED) {
+		size = (size + page - 1) & ~(page - 1);
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	}
+	if (p == MAP_FAILED) {
+		free(ka);
+		return -errno;
+	}
+	ka->addr = p;
+	ka->size = size;
+	pthread_mutex_lock(&kalloc_lock);
+	ka->next = kallocs;
+	kallocs = ka;
+	pthread_mutex_unlock(&kalloc_lock);
+	*addr = p;
+	return 0;
+}
+
+static int kernel_free(void *addr)
+{
+	struct kalloc **pp, *ka = NULL;
+
+	pthread_mutex_lock(&kalloc_lock);
+	for (pp = &kallocs; *pp; pp = &(*pp)->next) {
+		if ((*pp)->addr == addr) {
+			ka = *pp;
+			*pp = ka->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&kalloc_lock);
+	if (!ka)
+		return -EINVAL;
+	/* Segments on it stay valid in the module; attachers see a hole. */
+	munmap(ka->addr, ka->size);
+	free(ka);
+	return 0;
+}
+
+const struct xpmem_lib_backend xpmem_lib_kernel_backend = {
+	.id = XPMEM_EXT_BACKEND_KERNEL,
+	.features = XPMEM_EXT_F_WHOLE_AS | XPMEM_EXT_F_ANY_MEMORY |
+		    XPMEM_EXT_F_CROSS_USER | XPMEM_EXT_F_REVOKE |
+		    XPMEM_EXT_F_COHERENT,
+	.version = kernel_version,
+	.make = kernel_make,
+	.remove = kernel_remove,
+	.get = kernel_get,
+	.release = kernel_release,
+	.attach = kernel_attach,
+	.detach = kernel_detach,
+	.alloc = kernel_alloc,
+	.free = kernel_free,
+};

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * shm_object.c - shared objects of the shm backend, segid encoding, and
+ * the backend's operation table.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "shm.h"
+
+/* Attempts at an unused random name before giving up. */
+#define SHM_NAME_TRIES		16
+
+xpmem_segid_t xpmem_lib_shm_segid_encode(const struct shm_segid *s)
+{
+	uint64_t v = SHM_SEGID_MARK;
+
+	v |= (uint64_t)s->pid;
+	v |= (uint64_t)s->regfd << SHM_SEGID_FD_SHIFT;
+	v |= (uint64_t)s->slot << SHM_SEGID_SLOT_SHIFT;
+	v |= (uint64_t)s->tag << SHM_SEGID_TAG_SHIFT;
+	return (xpmem_segid_t)v;
+}
+
+/**
+ * xpmem_lib_shm_segid_decode - split a segid into its fields.
+ *
+ * Return: 0, or -ENOENT when it cannot be a segid of this backend (e.g. an
+ * id made by the kernel backend).
+ */
+int xpmem_lib_shm_segid_decode(xpmem_segid_t segid, struct shm_segid *s)
+{
+	uint64_t v = (uint64_t)segid;
+
+	if (segid <= 0 || !(v & SHM_SEGID_MARK))
+		return -ENOENT;
+	s->pid = (pid_t)(v & ((1ULL << SHM_SEGID_PID_BITS) - 1));
+	s->regfd = (int)((v >> SHM_SEGID_FD_SHIFT) &
+			 ((1ULL << SHM_SEGID_FD_BITS) - 1));
+	s->slot = (unsigned int)((v >> SHM_SEGID_SLOT_SHIFT) &
+				 ((1ULL << SHM_SEGID_SLOT_BITS) - 1));
+	s->tag = (unsigned int)((v >> SHM_SEGID_TAG_SHIFT) &
+				((1ULL << SHM_SEGID_TAG_BITS) - 1));
+	if (s->pid <= 0)
+		return -ENOENT;
+	return 0;
+}
+
+static const char *shm_dir(void)
+{
+	const char *d = getenv("XPMEM_SHM_DIR");
+
+	return d && *d ? d : SHM_DEFAULT_DIR;
+}
+
+/**
+ * xpmem_lib_shm_object_create - a new, already unlinked shared object.
+ * @size: bytes, page-aligned
+ * @fd:   receives the O_RDWR|O_CLOEXEC descriptor
+ *
+ * The name is 128 random bits under $XPMEM_SHM_DIR, created O_EXCL and
+ * unlinked before this returns.  The directory's free space is checked
+ * first so that a full /dev/shm is ENOSPC here rather than SIGBUS at first
+ * touch.  (A concurrent consumer can still fill it later; pages are only
+ * allocated when touched.)
+ *
+ * Return: 0 or -errno.
+ */
+int xpmem_lib_shm_object_create(size_t size, int *fd)
+{
+	const char *dir = shm_dir();
+	char path[PATH_MAX];
+	unsigned char rnd[16];
+	struct statvfs vfs;
+	int i, j, ret, f = -1;
+
+	for (i = 0; i < SHM_NAME_TRIES && f < 0; i++) {
+		char hex[sizeof(rnd) * 2 + 1];
+
+		ret = xpmem_lib_random(rnd, sizeof(rnd));
+		if (ret)
+			return ret;
+		for (j = 0; j < (int)sizeof(rnd); j++)
+			snprintf(hex + 2 * j, 3, "%02x", rnd[j]);
+		if (snprintf(path, sizeof(path), "%s/xpmem-%s", dir, hex) >=
+		    (int)sizeof(path))
+			return -ENAMETOOLONG;
+		f = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
+			 O_NOFOLLOW, 0600);
+		if (f < 0 && errno != EEXIST) {
+			ret = -errno;
+			xpmem_lib_log("cannot create object in %s: %s", dir,
+				      strerror(errno));
+			return ret;
+		}
+	}
+	if (f < 0)
+		return -EEXIST;
+	unlink(path);
+
+	if (fstatvfs(f, &vfs) == 0 &&
+	    (unsigned long long)vfs.f_bavail * vfs.f_frsize < size) {
+		xpmem_lib_log("%s has %llu bytes free, %zu needed", dir,
+			      (unsigned long long)vfs.f_bavail * vfs.f_frsize,
+			      size);
+		ret = -ENOSPC;
+		goto close_fd;
+	}
+	if (ftruncate(f, (off_t)size) != 0) {
+		ret = -errno;
+		goto close_fd;
+	}
+	*fd = f;
+	return 0;
+
+close_fd:
+	close(f);
+	return ret;
+}
+
+/**
+ * xpmem_lib_shm_huge_create - a hugetlb memfd of @size (huge-page multiple).
+ *
+ * Return: 0 or -errno; callers fall back to xpmem_lib_shm_object_create().
+ */
+int xpmem_lib_shm_huge_create(size_t size, int *fd)
+{
+	int f = memfd_create("xpmem-huge", MFD_CLOEXEC | MFD_HUGETLB);
+	int ret;
+
+	if (f < 0)
+		return -errno;
+	if (ftruncate(f, (off_t)size) != 0) {
+		ret = -errno;
+		close(f);
+		return ret;
+	}
+	*fd = f;
+	return 0;
+}
+
+static int page_is_zero(const unsigned char *p, size_t len)
+{
+	const uint64_t *w = (const uint64_t *)(const void *)p;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(*w); i++)
+		if (w[i])
+			return 0;
+	return 1;
+}
+
+/**
+ * xpmem_lib_shm_copy_nonzero - copy page by page, skipping zero pages.
+ *
+ * The destination is freshly created and reads as zeros, so zero pages
+ * need no copy; skipping them keeps untouched memory unallocated on both
+ * sides (reading an untouched anonymous page maps the shared zero page).
+ */
+void xpmem_lib_shm_copy_nonzero(void *dst, const void *src, size_t size)
+{
+	size_t page = xpmem_lib_page_size();
+	size_t off;
+
+	for (off = 0; off < size; off += page) {
+		const unsigned char *s = (const unsigned char *)src + off;
+
+		if (!page_is_zero(s, page))
+			memcpy((unsigned char *)dst + off, s, page);
+	}
+}
+
+static int shm_version(void)
+{
+	/*
+	 * The shm backend cannot serve the classic contract (whole address
+	 * space export), so it does not claim a module version: UCX treats
+	 * version >= 0 as "xpmem usable" and would then fail at its first
+	 * xpmem_make(0, XPMEM_MAXADDR_SIZE).
+	 */
+	xpmem_lib_log("xpmem_version: shm backend has no kernel module");
+	return -ENODEV;
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void shm_prepare(void)
+{
+	xpmem_lib_shm_owner_atfork(SHM_FORK_PREPARE);
+	xpmem_lib_shm_peer_atfork(SHM_FORK_PREPARE);
+}
+
+static void shm_parent(void)
+{
+	xpmem_lib_shm_peer_atfork(SHM_FORK_PARENT);
+	xpmem_lib_shm_owner_atfork(SHM_FORK_PARENT);
+}
+
+static void shm_child(void)
+{
+	xpmem_lib_shm_peer_atfork(SHM_FORK_CHILD);
+	xpmem_lib_shm_owner_atfork(SHM_FORK_CHILD);
+}
+
+static void shm_register_atfork(void)
+{
+	pthread_atfork(shm_prepare, shm_parent, shm_child);
+}
+
+/* Wrappers that make sure fork() is handled before any state exists. */
+static int shm_make(void *vaddr, size_t size, int mode, xpmem_segid_t *segid)
+{
+	pthread_once(&atfork_once, shm_register_atfork);
+	return xpmem_lib_shm_make(vaddr, size, mode, segid);
+}
+
+static int shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
+{
+	pthread_once(&atfork_once, shm_register_atfork);
+	return xpmem_lib_shm_get(segid, flags, apid);
+}
+
+static int shm_alloc(size_t size, unsigned int flags, void **addr)
+{
+	pthread_once(&atfork_once, shm_register_atfork);
+	return xpmem_lib_shm_alloc(size, flags, addr);
+}
+
+const struct xpmem_lib_backend xpmem_lib_shm_backend = {
+	.id = XPMEM_EXT_BACKEND_SHM,
+	.features = XPMEM_EXT_F_MIGRATE,
+	.version = shm_version,
+	.make = shm_make,
+	.remove = xpmem_lib_shm_remove,
+	.get = shm_get,
+	.release = xpmem_lib_shm_release,
+	.attach = xpmem_lib_shm_attach,
+	.detach = xpmem_lib_shm_detach,
+	.alloc = shm_alloc,
+	.free = xpmem_lib_shm_free,
+};

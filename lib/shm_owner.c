@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * shm_owner.c - the owner side of the shm backend: backings (memory that
+ * sits on a shared object), the registry, xpmem_make/xpmem_remove and the
+ * allocator.
+ *
+ * A backing is either an allocator block (xpmem_ext_alloc) or a private
+ * anonymous range migrated in place onto a shared object by xpmem_make.
+ * Migration copies the range into a new object and maps the object
+ * MAP_SHARED|MAP_FIXED over the same addresses; removing the last segment
+ * of a migrated range, or fork() in the child, turns it back into private
+ * anonymous memory the same way.  Both moves race with other threads
+ * touching the range: a store made by another thread during the copy can
+ * be lost.  Callers must not use the range concurrently with make/remove.
+ *
+ * Lock: owner_lock protects everything here; it is never nested with the
+ * peer lock of shm_peer.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shm.h"
+
+enum backing_kind { BACKING_ALLOC, BACKING_MIGRATED };
+
+struct backing {
+	struct backing *next;
+	char *addr;
+	size_t size;
+	size_t page;		/* page size of the object */
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	enum backing_kind kind;
+	unsigned int nsegs;
+	unsigned int mode;	/* union of the modes of its segments */
+};
+
+struct segment {
+	struct segment *next;
+	xpmem_segid_t segid;
+	unsigned int slot;
+	struct backing *b;
+};
+
+static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct backing *backings;
+static struct segment *segments;
+static int reg_fd = -1;
+static pid_t reg_pid;			/* process the registry belongs to */
+static unsigned int nsegments;
+static unsigned char slot_used[SHM_REG_SLOTS];
+
+/* ---- registry ---------------------------------------------------------- */
+
+static int registry_create_locked(void)
+{
+	struct shm_reg_header hdr = { .magic = SHM_REG_MAGIC };
+	struct stat ns;
+	int fd, low, ret;
+
+	fd = memfd_create("xpmem-registry", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fd >= (1 << SHM_SEGID_FD_BITS)) {
+		/* The segid has 16 bits for it: move it down if possible. */
+		low = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		if (low < 0)
+			return -errno;
+		fd = low;
+		if (fd >= (1 << SHM_SEGID_FD_BITS)) {
+			close(fd);
+			return -EMFILE;
+		}
+	}
+	hdr.pid = getpid();
+	hdr.nslots = SHM_REG_SLOTS;
+	if (stat("/proc/self/ns/pid", &ns) == 0) {
+		hdr.pidns_dev = ns.st_dev;
+		hdr.pidns_ino = ns.st_ino;
+	}
+	if (ftruncate(fd, (off_t)SHM_REG_SIZE) != 0 ||
+	    pwrite(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    fchmod(fd, 0644) != 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	reg_fd = fd;
+	reg_pid = hdr.pid;
+	memset(slot_used, 0, sizeof(slot_used));
+	nsegments = 0;
+	return 0;
+}
+
+static int slot_write(unsigned int slot, const struct shm_reg_slot *s)
+{
+	/* Body first, tag last: a peer never sees a live tag on a stale body. */
+	if (pwrite(reg_fd, (const char *)s + sizeof(s->tag),
+		   sizeof(*s) - sizeof(s->tag),
+		   shm_slot_pos(slot) + (off_t)sizeof(s->tag)) < 0)
+		return -errno;
+	if (pwrite(reg_fd, &s->tag, sizeof(s->tag), shm_slot_pos(slot)) < 0)
+		return -errno;
+	return 0;
+}
+
+static void slot_clear(unsigned int slot)
+{
+	uint32_t zero = 0;
+
+	if (pwrite(reg_fd, &zero, sizeof(zero), shm_slot_pos(slot)) < 0)
+		xpmem_lib_log("cannot clear registry slot %u: %s", slot,
+			      strerror(errno));
+}
+
+static int slot_pick_locked(unsigned int *slot)
+{
+	uint16_t r;
+	unsigned int i, s;
+	int ret;
+
+	if (nsegments >= SHM_REG_SLOTS)
+		return -ENOSPC;
+	ret = xpmem_lib_random(&r, sizeof(r));
+	if (ret)
+		return ret;
+	for (i = 0; i < SHM_REG_SLOTS; i++) {
+		s = (r + i) % SHM_REG_SLOTS;
+		if (!slot_used[s]) {
+			*slot = s;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* ---- backings ---------------------------------------------------------- */
+
+static struct backing *backing_find_locked(const char *addr, size_t size,
+					   int *overlap)
+{
+	struct backing *b;
+
+	*overlap = 0;
+	for (b = backings; b; b = b->next) {
+		if (addr >= b->addr && size <= b->size &&
+		    (size_t)(addr - b->addr) <= b->size - size)
+			return b;
+		if (addr < b->addr + b->size && b->addr < addr + size)
+			*overlap = 1;
+	}
+	return NULL;
+}
+
+static void backing_unlink_locked(struct backing *b)
+{
+	struct backing **pp;
+
+	for (pp = &backings; *pp; pp = &(*pp)->next) {
+		if (*pp == b) {
+			*pp = b->next;
+			return;
+		}
+	}
+}
+
+static int backing_stat(struct backing *b)
+{
+	struct stat st;
+
+	if (fstat(b->fd, &st) != 0)
+		return -errno;
+	b->dev = st.st_dev;
+	b->ino = st.st_ino;
+	return 0;
+}
+
+/*
+ * range_is_private_anon - whether [addr, addr + size) is covered, without
+ * holes, by private anonymous read-write mappings (no [heap], [stack] or
+ * other special mapping), according to /proc/self/maps.
+ */
+static int range_is_private_anon(uintptr_t addr, size_t size)
+{
+	uintptr_t end = addr + size, cur = addr;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int ok = 0;
+
+	if (!f)
+		return 0;
+	while (cur < end && fgets(line, sizeof(line), f)) {
+		uintptr_t lo, hi;
+		char perms[8], path[256] = "";
+		unsigned long long ino;
+
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %*s %*s %llu %255s",
+			   &lo, &hi, perms, &ino, path) < 4)
+			continue;
+		if (hi <= cur)
+			continue;
+		if (lo > cur)
+			break;		/* hole */
+		if (strcmp(perms, "rw-p") != 0 || ino != 0 ||
+		    (path[0] && strncmp(path, "[anon:", 6) != 0))
+			break;
+		cur = hi;
+	}
+	ok = cur >= end;
+	fclose(f);
+	return ok;
+}
+
+/*
+ * backing_migrate_locked - move a private anonymous range onto a new
+ * shared object at the same address, keeping its contents.
+ */
+static int backing_migrate_locked(char *addr, size_t size,
+				  struct backing **out)
+{
+	struct backing *b;
+	void *view;
+	int ret;
+
+	if (!range_is_private_anon((uintptr_t)addr, size)) {
+		xpmem_lib_log("make %p+%#zx: not private anonymous read-write "
+			      "memory, the shm backend can only export "
+			      "xpmem_ext_alloc() memory or such ranges",
+			      (void *)addr, size);
+		return -EOPNOTSUPP;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	ret = xpmem_lib_shm_object_create(size, &b->fd);
+	if (ret)
+		goto free_b;
+	ret = backing_stat(b);
+	if (ret)
+		goto close_fd;
+	view = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+	if (view == MAP_FAILED) {
+		ret = -errno;
+		goto close_fd;
+	}
+	xpmem_lib_shm_copy_nonzero(view, addr, size);
+	munmap(view, size);
+	if (mmap(addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 b->fd, 0) == MAP_FAILED) {
+		/* The private range is still in place, nothing was lost. */
+		ret = -errno;
+		goto close_fd;
+	}
+	b->addr = addr;
+	b->size = size;
+	b->page = xpmem_lib_page_size();
+	b->kind = BACKING_MIGRATED;
+	b->next = backings;
+	backings = b;
+	xpmem_lib_log("migrated %p+%#zx onto a shared object", (void *)addr,
+		      size);
+	*out = b;
+	return 0;
+
+close_fd:
+	close(b->fd);
+free_b:
+	free(b);
+	return ret;
+}
+
+/*
+ * backing_unmigrate - turn a migrated range back into private anonymous
+ * memory with the same contents, and drop the object.
+ */
+static void backing_unmigrate(struct backing *b)
+{
+	void *view = mmap(NULL, b->size, PROT_READ, MAP_SHARED, b->fd, 0);
+
+	if (view == MAP_FAILED) {
+		xpmem_lib_log("cannot map object back (%s), range stays shared",
+			      strerror(errno));
+	} else if (mmap(b->addr, b->size, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+		   MAP_FAILED) {
+		xpmem_lib_log("cannot remap %p privately (%s), range stays "
+			      "shared", (void *)b->addr, strerror(errno));
+		munmap(view, b->size);
+	} else {
+		xpmem_lib_shm_copy_nonzero(b->addr, view, b->size);
+		munmap(view, b->size);
+	}
+	close(b->fd);
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+/*
+ * In the child, segments belong to the parent: forget them without touching
+ * the registry (the child's descriptor shares it with the parent), give
+ * migrated ranges back their private copy, keep allocator blocks (shared
+ * with the parent, as documented).
+ */
+static void owner_reset_in_child(void)
+{
+	struct backing *b, *next, **pp = &backings;
+	struct segment *s, *snext;
+
+	for (s = segments; s; s = snext) {
+		snext = s->next;
+		free(s);
+	}
+	segments = NULL;
+	for (b = backings; b; b = next) {
+		next = b->next;
+		b->nsegs = 0;
+		if (b->kind == BACKING_MIGRATED) {
+			backing_unmigrate(b);
+			free(b);
+			continue;
+		}
+		*pp = b;
+		pp = &b->next;
+	}
+	*pp = NULL;
+	if (reg_fd >= 0)
+		close(reg_fd);
+	reg_fd = -1;
+	reg_pid = 0;
+	nsegments = 0;
+	memset(slot_used, 0, sizeof(slot_used));
+}
+
+void xpmem_lib_shm_owner_atfork(int phase)
+{
+	switch (phase) {
+	case SHM_FORK_PREPARE:
+		pthread_mutex_lock(&owner_lock);
+		break;
+	case SHM_FORK_PARENT:
+		pthread_mutex_unlock(&owner_lock);
+		break;
+	case SHM_FORK_CHILD:
+		owner_reset_in_child();
+		pthread_mutex_unlock(&owner_lock);
+		break;
+	}
+}
+
+/* ---- make / remove ----------------------------------------------------- */
+
+int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
+		       xpmem_segid_t *segid)
+{
+	size_t page = xpmem_lib_page_size();
+	char *addr = vaddr;
+	struct shm_reg_slot slot = { 0 };
+	struct shm_segid id;
+	struct backing *b;
+	struct segment *seg;
+	unsigned int s;
+	uint16_t tag;
+	int overlap, ret;
+
+	if (size == XPMEM_MAXADDR_SIZE) {
+		xpmem_lib_log("make: the shm backend cannot export the whole "
+			      "address space (XPMEM_MAXADDR_SIZE); load the "
+			      "xpmem module for that");
+		return -EOPNOTSUPP;
+	}
+	if (!size || (uintptr_t)addr % page || size % page ||
+	    (uintptr_t)addr + size < (uintptr_t)addr) {
+		xpmem_lib_log("make %p+%#zx: address and size must be "
+			      "page-aligned and non-zero", vaddr, size);
+		return -EINVAL;
+	}
+	seg = calloc(1, sizeof(*seg));
+	if (!seg)
+		return -ENOMEM;
+
+	pthread_mutex_lock(&owner_lock);
+	if (reg_fd < 0 || reg_pid != getpid()) {
+		ret = registry_create_locked();
+		if (ret) {
+			xpmem_lib_log("cannot create the registry: %s",
+				      strerror(-ret));
+			goto unlock;
+		}
+	}
+	b = backing_find_locked(addr, size, &overlap);
+	if (!b && overlap) {
+		xpmem_lib_log("make %p+%#zx: range straddles exported memory",
+			      vaddr, size);
+		ret = -EOPNOTSUPP;
+		goto unlock;
+	}
+	if (!b) {
+		ret = backing_migrate_locked(addr, size, &b);
+		if (ret)
+			goto unlock;
+	}
+	if ((size_t)(addr - b->addr) % b->page) {
+		xpmem_lib_log("make %p: not aligned to the %zu-byte pages of "
+			      "its allocation", vaddr, b->page);
+		ret = -EINVAL;
+		goto drop_backing;
+	}
+	ret = slot_pick_locked(&s);
+	if (!ret)
+		ret = xpmem_lib_random(&tag, sizeof(tag));
+	if (ret)
+		goto drop_backing;
+	tag &= (1U << SHM_SEGID_TAG_BITS) - 1;
+
+	slot.tag = SHM_SLOT_USED | tag;
+	slot.obj_fd = b->fd;
+	slot.mode = (uint32_t)mode;
+	slot.uid = geteuid();
+	slot.gid = getegid();
+	slot.obj_dev = b->dev;
+	slot.obj_ino = b->ino;
+	slot.offset = (uint64_t)(addr - b->addr);
+	slot.size = size;
+	slot.page_size = b->page;
+	/* The object's own mode mirrors the permits (read/write bits). */
+	if (fchmod(b->fd, (b->mode | (unsigned int)mode) & 0666) == 0)
+		b->mode |= (unsigned int)mode;
+	ret = slot_write(s, &slot);
+	if (ret)
+		goto drop_backing;
+
+	id.pid = reg_pid;
+	id.regfd = reg_fd;
+	id.slot = s;
+	id.tag = tag;
+	seg->segid = xpmem_lib_shm_segid_encode(&id);
+	seg->slot = s;
+	seg->b = b;
+	seg->next = segments;
+	segments = seg;
+	slot_used[s] = 1;
+	nsegments++;
+	b->nsegs++;
+	*segid = seg->segid;
+	if (prctl(PR_GET_DUMPABLE) != 1)
+		xpmem_lib_log("process is not dumpable: peers cannot open "
+			      "/proc/%d/fd and will get EACCES", (int)reg_pid);
+	pthread_mutex_unlock(&owner_lock);
+	return 0;
+
+drop_backing:
+	if (b->kind == BACKING_MIGRATED && b->nsegs == 0) {
+		backing_unlink_locked(b);
+		backing_unmigrate(b);
+		free(b);
+	}
+unlock:
+	pthread_mutex_unlock(&owner_lock);
+	free(seg);
+	return ret;
+}
+
+/* Drop one segment; the caller holds owner_lock. */
+static void segment_destroy_locked(struct segment *seg)
+{
+	struct backing *b = seg->b;
+
+	slot_clear(seg->slot);
+	slot_used[seg->slot] = 0;
+	nsegments--;
+	if (--b->nsegs == 0 && b->kind == BACKING_MIGRATED) {
+		backing_unlink_locked(b);
+		backing_unmigrate(b);
+		free(b);
+	}
+	free(seg);
+}
+
+int xpmem_lib_shm_remove(xpmem_segid_t segid)
+{
+	struct segment **pp, *seg = NULL;
+
+	pthread_mutex_lock(&owner_lock);
+	for (pp = &segments; *pp; pp = &(*pp)->next) {
+		if ((*pp)->segid == segid) {
+			seg = *pp;
+			*pp = seg->next;
+			break;
+		}
+	}
+	if (seg)
+		segment_destroy_locked(seg);
+	pthread_mutex_unlock(&owner_lock);
+	if (!seg) {
+		xpmem_lib_log("remove %#llx: no such segment of this process",
+			      (unsigned long long)segid);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* ---- allocator --------------------------------------------------------- */
+
+int xpmem_lib_shm_alloc(size_t size, unsigned int flags, void **addr)
+{
+	size_t page = xpmem_lib_page_size();
+	struct backing *b = calloc(1, sizeof(*b));
+	int ret = -ENOMEM;
+	void *p;
+
+	if (!b)
+		return -ENOMEM;
+	if (size > SIZE_MAX - SHM_HUGE_PAGE)
+		goto free_b;
+	b->fd = -1;
+	if (flags & XPMEM_EXT_ALLOC_HUGETLB) {
+		size_t hsize = (size + SHM_HUGE_PAGE - 1) & ~(SHM_HUGE_PAGE - 1);
+
+		ret = xpmem_lib_shm_huge_create(hsize, &b->fd);
+		if (!ret) {
+			/* Shared hugetlb mappings reserve their pages here. */
+			p = mmap(NULL, hsize, PROT_READ | PROT_WRITE,
+				 MAP_SHARED, b->fd, 0);
+			if (p != MAP_FAILED) {
+				b->addr = p;
+				b->size = hsize;
+				b->page = SHM_HUGE_PAGE;
+			} else {
+				ret = -errno;
+				close(b->fd);
+				b->fd = -1;
+			}
+		}
+		if (ret)
+			xpmem_lib_log("alloc: no huge pages (%s), using base "
+				      "pages", strerror(-ret));
+	}
+	if (!b->addr) {
+		size = (size + page - 1) & ~(page - 1);
+		ret = xpmem_lib_shm_object_create(size, &b->fd);
+		if (ret)
+			goto free_b;
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 b->fd, 0);
+		if (p == MAP_FAILED) {
+			ret = -errno;
+			goto close_fd;
+		}
+		b->addr = p;
+		b->size = size;
+		b->page = page;
+	}
+	ret = backing_stat(b);
+	if (ret)
+		goto unmap;
+	b->kind = BACKING_ALLOC;
+	pthread_mutex_lock(&owner_lock);
+	b->next = backings;
+	backings = b;
+	pthread_mutex_unlock(&owner_lock);
+	*addr = b->addr;
+	return 0;
+
+unmap:
+	munmap(b->addr, b->size);
+close_fd:
+	close(b->fd);
+free_b:
+	free(b);
+	return ret;
+}
+
+int xpmem_lib_shm_free(void *addr)
+{
+	struct segment **pp, *seg;
+	struct backing *b;
+
+	pthread_mutex_lock(&owner_lock);
+	for (b = backings; b; b = b->next)
+		if (b->kind == BACKING_ALLOC && b->addr == addr)
+			break;
+	if (!b) {
+		pthread_mutex_unlock(&owner_lock);
+		return -EINVAL;
+	}
+	for (pp = &segments; *pp;) {
+		seg = *pp;
+		if (seg->b == b) {
+			*pp = seg->next;
+			segment_destroy_locked(seg);
+		} else {
+			pp = &seg->next;
+		}
+	}
+	backing_unlink_locked(b);
+	pthread_mutex_unlock(&owner_lock);
+	munmap(b->addr, b->size);
+	close(b->fd);
+	free(b);
+	return 0;
+}

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * util.c - small helpers: page size, randomness, credentials.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "xpmem_lib.h"
+
+/* Most supplementary groups a credential check looks at. */
+#define XPMEM_LIB_MAX_GROUPS	256
+
+size_t xpmem_lib_page_size(void)
+{
+	static size_t page;
+
+	if (!page)
+		page = (size_t)sysconf(_SC_PAGESIZE);
+	return page;
+}
+
+/**
+ * xpmem_lib_random - fill a buffer with random bytes.
+ * @buf: destination
+ * @len: number of bytes
+ *
+ * Return: 0, or -errno when getrandom(2) fails.
+ */
+int xpmem_lib_random(void *buf, size_t len)
+{
+	unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/**
+ * xpmem_lib_has_cap - whether a capability is in the caller's effective set.
+ * @cap: CAP_* number
+ */
+int xpmem_lib_has_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+		.pid = 0,
+	};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
+
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return 0;
+	return !!(data[cap / 32].effective & (1U << (cap % 32)));
+}
+
+/**
+ * xpmem_lib_in_group - whether @gid is the caller's egid or one of its
+ * supplementary groups (what in_group_p() checks in the kernel).
+ */
+int xpmem_lib_in_group(gid_t gid)
+{
+	gid_t groups[XPMEM_LIB_MAX_GROUPS];
+	int n, i;
+
+	if (getegid() == gid)
+		return 1;
+	n = getgroups(XPMEM_LIB_MAX_GROUPS, groups);
+	for (i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}

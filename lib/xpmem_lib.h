@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * xpmem_lib.h - private declarations shared by the files of libxpmem.
+ *
+ * Inside the library, functions return 0 / a value on success and a
+ * negative errno on failure; only the public entry points in api.c turn
+ * that into the classic -1/errno convention.  Every symbol shared between
+ * files starts with xpmem_lib_ and is hidden (-fvisibility=hidden plus the
+ * version script), so nothing here leaks into the dynamic symbol table.
+ */
+#ifndef _XPMEM_LIB_H
+#define _XPMEM_LIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <xpmem.h>
+
+#define XPMEM_EXPORT __attribute__((visibility("default")))
+
+/* ---- debug.c ----------------------------------------------------------- */
+
+/* True when XPMEM_DEBUG is set to something other than "" or "0". */
+int xpmem_lib_debug_enabled(void);
+
+/* One line "libxpmem[pid]: ..." on stderr when XPMEM_DEBUG is set. */
+void xpmem_lib_log(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* ---- util.c ------------------------------------------------------------ */
+
+size_t xpmem_lib_page_size(void);
+/* Fill @buf with random bytes (getrandom, never blocks after boot). */
+int xpmem_lib_random(void *buf, size_t len);
+/* Caller has CAP_IPC_OWNER in its effective set. */
+int xpmem_lib_has_cap(int cap);
+/* Caller's euid matches or @gid is its egid or a supplementary group. */
+int xpmem_lib_in_group(gid_t gid);
+
+/* ---- backends ---------------------------------------------------------- */
+
+/*
+ * struct xpmem_lib_backend - one way of serving the API.  Arguments reach
+ * the ops already checked for what both backends reject alike (permit type,
+ * mode bits, get flags); each op returns 0 or a negative errno.
+ */
+struct xpmem_lib_backend {
+	int id;				/* enum xpmem_ext_backend_id */
+	unsigned long features;		/* XPMEM_EXT_F_* */
+	int (*version)(void);		/* >= 0 or -errno */
+	int (*make)(void *vaddr, size_t size, int mode, xpmem_segid_t *segid);
+	int (*remove)(xpmem_segid_t segid);
+	int (*get)(xpmem_segid_t segid, int flags, xpmem_apid_t *apid);
+	int (*release)(xpmem_apid_t apid);
+	int (*attach)(xpmem_apid_t apid, off_t offset, size_t size,
+		      void *vaddr, void **addr);
+	int (*detach)(void *vaddr);
+	int (*alloc)(size_t size, unsigned int flags, void **addr);
+	int (*free)(void *addr);
+};
+
+/* kernel.c: probe /dev/xpmem; 0 or -errno of the open. */
+int xpmem_lib_kernel_probe(void);
+extern const struct xpmem_lib_backend xpmem_lib_kernel_backend;
+
+/* shm_*.c */
+extern const struct xpmem_lib_backend xpmem_lib_shm_backend;
+
+#endif /* _XPMEM_LIB_H */
