@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xpmem_main.c - the /dev/xpmem misc device: open, release, ioctl dispatch
+ *
+ * The classic commands are _IO('x', 0..8) with their historical argument
+ * layouts (include/xpmem_uapi.h).  Each command copies its argument in,
+ * calls one function, and copies the result out; a result that cannot be
+ * copied out is undone so nothing is left behind that the caller cannot
+ * name.
+ */
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "xpmem_internal.h"
+
+DEFINE_MUTEX(xpmem_obj_lock);
+
+static int xpmem_open(struct inode *inode, struct file *file)
+{
+	struct xpmem_ctx *ctx;
+
+	if (!current->mm)
+		return -EINVAL;
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return -ENOMEM;
+	INIT_LIST_HEAD(&ctx->segs);
+	INIT_LIST_HEAD(&ctx->permits);
+	mmgrab(current->mm);
+	ctx->mm = current->mm;
+	file->private_data = ctx;
+	return 0;
+}
+
+/* Last close: the ctx's segments are removed and its permits released. */
+static int xpmem_release(struct inode *inode, struct file *file)
+{
+	struct xpmem_ctx *ctx = file->private_data;
+	struct xpmem_permit *permit;
+	struct xpmem_seg *seg;
+
+	for (;;) {
+		mutex_lock(&xpmem_obj_lock);
+		permit = list_first_entry_or_null(&ctx->permits,
+						  struct xpmem_permit, ctx_node);
+		if (permit) {
+			list_del_init(&permit->ctx_node);
+			permit->ctx = NULL;
+		}
+		mutex_unlock(&xpmem_obj_lock);
+		if (!permit)
+			break;
+		xpmem_permit_release(permit, false);
+		xpmem_permit_put(permit);
+	}
+	for (;;) {
+		mutex_lock(&xpmem_obj_lock);
+		seg = list_first_entry_or_null(&ctx->segs, struct xpmem_seg,
+					       ctx_node);
+		if (seg) {
+			list_del_init(&seg->ctx_node);
+			seg->ctx = NULL;
+		}
+		mutex_unlock(&xpmem_obj_lock);
+		if (!seg)
+			break;
+		xpmem_seg_remove(seg);
+		xpmem_seg_put(seg);
+	}
+	mmdrop(ctx->mm);
+	kfree(ctx);
+	return 0;
+}
+
+static long xpmem_ioctl_make(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_cmd_make cmd;
+	int ret;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	ret = xpmem_cmd_make(ctx, &cmd);
+	if (ret)
+		return ret;
+	if (put_user(cmd.segid, &((struct xpmem_cmd_make __user *)uarg)->segid)) {
+		xpmem_cmd_remove(ctx, cmd.segid);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long xpmem_ioctl_remove(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_cmd_remove cmd;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	return xpmem_cmd_remove(ctx, cmd.segid);
+}
+
+static long xpmem_ioctl_get(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_cmd_get cmd;
+	int ret;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	ret = xpmem_cmd_get(ctx, &cmd);
+	if (ret)
+		return ret;
+	if (put_user(cmd.apid, &((struct xpmem_cmd_get __user *)uarg)->apid)) {
+		xpmem_cmd_release(ctx, cmd.apid);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long xpmem_ioctl_release(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_cmd_release cmd;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	return xpmem_cmd_release(ctx, cmd.apid);
+}
+
+static long xpmem_ioctl_attach(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_cmd_attach cmd;
+	int ret;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	ret = xpmem_cmd_attach(ctx, &cmd);
+	if (ret)
+		return ret;
+	if (put_user(cmd.vaddr,
+		     &((struct xpmem_cmd_attach __user *)uarg)->vaddr)) {
+		xpmem_cmd_detach(ctx, cmd.vaddr);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long xpmem_ioctl_detach(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_cmd_detach cmd;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	return xpmem_cmd_detach(ctx, cmd.vaddr);
+}
+
+static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct xpmem_ctx *ctx = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	if (cmd == XPMEM_CMD_VERSION)
+		return XPMEM_VERSION_CODE;
+	/* Classic convention: a process that did not open the device. */
+	if (ctx->mm != current->mm)
+		return -XPMEM_ERRNO_NOPROC;
+
+	switch (cmd) {
+	case XPMEM_CMD_MAKE:
+		return xpmem_ioctl_make(ctx, uarg);
+	case XPMEM_CMD_REMOVE:
+		return xpmem_ioctl_remove(ctx, uarg);
+	case XPMEM_CMD_GET:
+		return xpmem_ioctl_get(ctx, uarg);
+	case XPMEM_CMD_RELEASE:
+		return xpmem_ioctl_release(ctx, uarg);
+	case XPMEM_CMD_ATTACH:
+		return xpmem_ioctl_attach(ctx, uarg);
+	case XPMEM_CMD_DETACH:
+		return xpmem_ioctl_detach(ctx, uarg);
+	case XPMEM_CMD_FORK_BEGIN:
+	case XPMEM_CMD_FORK_END:
+		/* Nothing is pinned, so fork needs no preparation. */
+		return 0;
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations xpmem_fops = {
+	.owner = THIS_MODULE,
+	.open = xpmem_open,
+	.release = xpmem_release,
+	.unlocked_ioctl = xpmem_ioctl,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice xpmem_dev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "xpmem",
+	.fops = &xpmem_fops,
+	.mode = 0666,
+	.groups = xpmem_attr_groups,
+};
+
+static int __init xpmem_init(void)
+{
+	int ret;
+
+	ret = xpmem_fs_init();
+	if (ret)
+		return ret;
+	ret = misc_register(&xpmem_dev);
+	if (ret)
+		goto exit_fs;
+	return 0;
+
+exit_fs:
+	xpmem_fs_exit();
+	return ret;
+}
+
+static void __exit xpmem_exit(void)
+{
+	misc_deregister(&xpmem_dev);
+	xpmem_fs_exit();
+}
+
+module_init(xpmem_init);
+module_exit(xpmem_exit);
+
+MODULE_DESCRIPTION("Cross-process memory attach (XPMEM) mirroring the owner's page tables");
+MODULE_LICENSE("GPL");

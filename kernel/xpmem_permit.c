@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xpmem_permit.c - access permits: GET, RELEASE, permission checks
+ *
+ * GET checks the segment's 0777-style mode the way SysV IPC does: the owner
+ * bits if the caller's effective uid is the creator's, the group bits if
+ * the caller is in the creator's group, the other bits otherwise;
+ * CAP_IPC_OWNER in the segment's user namespace overrides.  Segments are
+ * visible only inside the IPC namespace they were made in.
+ */
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/nsproxy.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "xpmem_internal.h"
+
+/* Mode bits needed for each kind of access (in the "other" position). */
+#define XPMEM_MODE_READ		04
+#define XPMEM_MODE_WRITE	02
+
+void xpmem_permit_get(struct xpmem_permit *permit)
+{
+	kref_get(&permit->ref);
+}
+
+static void xpmem_permit_free(struct kref *ref)
+{
+	struct xpmem_permit *permit =
+		container_of(ref, struct xpmem_permit, ref);
+
+	WARN_ON_ONCE(!list_empty(&permit->atts));
+	xpmem_seg_put(permit->seg);
+	kfree(permit);
+	atomic_long_dec(&xpmem_stats.permits);
+}
+
+/**
+ * xpmem_permit_put - drop a permit reference
+ * @permit: the permit
+ *
+ * Context: may sleep.
+ */
+void xpmem_permit_put(struct xpmem_permit *permit)
+{
+	kref_put(&permit->ref, xpmem_permit_free);
+}
+
+static int xpmem_seg_access(const struct xpmem_seg *seg, int flags)
+{
+	unsigned int need = XPMEM_MODE_READ;
+	unsigned int granted;
+
+	if (flags == XPMEM_RDWR)
+		need |= XPMEM_MODE_WRITE;
+
+	if (uid_eq(current_euid(), seg->uid))
+		granted = seg->mode >> 6;
+	else if (in_group_p(seg->gid))
+		granted = seg->mode >> 3;
+	else
+		granted = seg->mode;
+
+	if ((need & ~granted & 07) == 0)
+		return 0;
+	if (ns_capable(seg->user_ns, CAP_IPC_OWNER))
+		return 0;
+	return -EACCES;
+}
+
+/**
+ * xpmem_cmd_get - GET: obtain the right to attach a segment
+ * @ctx: the caller's device context
+ * @cmd: classic GET argument; @cmd->apid is set on success
+ *
+ * The permit value is ignored, as in the classic module (the classic
+ * library always passes NULL).
+ *
+ * Return: 0, -EINVAL for bad flags, permit type or id, -ENOENT for an unknown,
+ * removed or foreign-namespace segment, -EACCES, -ENOMEM.
+ */
+int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
+{
+	struct xpmem_permit *permit;
+	struct xpmem_seg *seg;
+	int ret;
+
+	if (cmd->flags != XPMEM_RDONLY && cmd->flags != XPMEM_RDWR)
+		return -EINVAL;
+	if (cmd->permit_type != XPMEM_PERMIT_MODE)
+		return -EINVAL;
+	if (cmd->segid <= 0)
+		return -EINVAL;
+
+	seg = xpmem_seg_lookup(cmd->segid);
+	if (!seg)
+		return -ENOENT;
+	if (seg->ipc_ns != current->nsproxy->ipc_ns) {
+		ret = -ENOENT;
+		goto put_seg;
+	}
+	ret = xpmem_seg_access(seg, cmd->flags);
+	if (ret)
+		goto put_seg;
+
+	permit = kzalloc(sizeof(*permit), GFP_KERNEL);
+	if (!permit) {
+		ret = -ENOMEM;
+		goto put_seg;
+	}
+	kref_init(&permit->ref);
+	spin_lock_init(&permit->lock);
+	INIT_LIST_HEAD(&permit->atts);
+	INIT_LIST_HEAD(&permit->ctx_node);
+	INIT_HLIST_NODE(&permit->id.node);
+	permit->seg = seg;		/* takes over the lookup reference */
+	permit->mm = ctx->mm;
+	permit->writable = cmd->flags == XPMEM_RDWR;
+	atomic_long_inc(&xpmem_stats.permits);
+
+	mutex_lock(&xpmem_obj_lock);
+	if (!seg->ctx) {
+		/* removed since the lookup */
+		mutex_unlock(&xpmem_obj_lock);
+		xpmem_permit_put(permit);
+		return -ENOENT;
+	}
+	ret = xpmem_id_publish(&permit->id, false);
+	if (ret) {
+		mutex_unlock(&xpmem_obj_lock);
+		xpmem_permit_put(permit);
+		return ret;
+	}
+	permit->ctx = ctx;
+	list_add(&permit->ctx_node, &ctx->permits);
+	mutex_unlock(&xpmem_obj_lock);
+
+	cmd->apid = permit->id.id;
+	return 0;
+
+put_seg:
+	xpmem_seg_put(seg);
+	return ret;
+}
+
+/**
+ * xpmem_permit_release - unpublish a permit and end its attachments
+ * @permit: a permit just unlinked from its ctx by the caller
+ * @unmap: the caller is the permit's process: munmap its attachments
+ *         (otherwise they stay mapped but fault with SIGBUS)
+ */
+void xpmem_permit_release(struct xpmem_permit *permit, bool unmap)
+{
+	xpmem_id_unpublish(&permit->id);
+	spin_lock(&permit->lock);
+	permit->released = true;
+	spin_unlock(&permit->lock);
+
+	if (unmap)
+		xpmem_att_unmap_all(permit);
+	xpmem_att_kill_all(permit);
+}
+
+/**
+ * xpmem_cmd_release - RELEASE: give up a permit and its attachments
+ * @ctx: the caller's device context
+ * @apid: the permit
+ *
+ * Return: 0, -ENOENT for an unknown permit, -EACCES if it belongs to
+ * another process.
+ */
+int xpmem_cmd_release(struct xpmem_ctx *ctx, xpmem_apid_t apid)
+{
+	struct xpmem_permit *permit;
+	int ret = 0;
+
+	if (apid <= 0)
+		return -EINVAL;
+	permit = xpmem_permit_lookup(apid);
+	if (!permit)
+		return -ENOENT;
+
+	mutex_lock(&xpmem_obj_lock);
+	if (!permit->ctx) {
+		ret = -ENOENT;
+	} else if (permit->mm != ctx->mm) {
+		ret = -EACCES;
+	} else {
+		list_del_init(&permit->ctx_node);
+		permit->ctx = NULL;
+	}
+	mutex_unlock(&xpmem_obj_lock);
+
+	if (!ret) {
+		xpmem_permit_release(permit, true);
+		xpmem_permit_put(permit);
+	}
+	xpmem_permit_put(permit);
+	return ret;
+}
