@@ -3,9 +3,10 @@
  * shm_peer.c - the attaching side of the shm backend: permits (xpmem_get /
  * xpmem_release) and attachments (xpmem_attach / xpmem_detach).
  *
- * A permit holds three descriptors: a pidfd of the owner (to notice its
- * exit), the owner's registry (to notice xpmem_remove) and the object
- * itself, opened O_RDONLY or O_RDWR according to the permit.  Mappings of
+ * A permit holds three descriptors: the owner's /proc/<pid> directory (it
+ * keeps naming that process even if the pid is reused, and works where a
+ * pidfd cannot: from a child PID namespace through the parent's /proc), the
+ * owner's registry (to notice xpmem_remove) and the object itself, opened O_RDONLY or O_RDWR according to the permit.  Mappings of
  * an O_RDONLY descriptor cannot be made writable, so XPMEM_RDONLY is
  * enforced by the kernel, not by us.
  *
@@ -24,13 +25,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shm.h"
@@ -39,8 +38,9 @@ struct permit {
 	struct permit *next;
 	xpmem_apid_t apid;
 	int flags;		/* XPMEM_RDONLY or XPMEM_RDWR */
-	int pidfd;
+	int procfd;		/* /proc/<owner pid> */
 	int regfd;
+	int regfd_owner;	/* the registry's fd number in the owner */
 	int objfd;
 	unsigned int slot;
 	uint32_t tag;		/* full slot tag at get time */
@@ -70,31 +70,39 @@ void xpmem_lib_shm_peer_atfork(int phase)
 		pthread_mutex_unlock(&peer_lock);
 }
 
-static int open_owner_fd(pid_t pid, int fd, int flags)
+static int open_owner_fd(int procfd, pid_t pid, int fd, int flags)
 {
 	char path[64];
 	int f;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
-	f = open(path, flags | O_CLOEXEC);
+	snprintf(path, sizeof(path), "fd/%d", fd);
+	f = openat(procfd, path, flags | O_CLOEXEC);
 	if (f >= 0)
 		return f;
 	if (errno == EACCES || errno == EPERM) {
-		xpmem_lib_log("get: %s: %s (peers need the owner's uid and a "
-			      "dumpable owner, or CAP_SYS_PTRACE)", path,
-			      strerror(errno));
+		xpmem_lib_log("get: /proc/%d/%s: %s (peers need the owner's "
+			      "uid and a dumpable owner, or CAP_SYS_PTRACE)",
+			      (int)pid, path, strerror(errno));
 		return -EACCES;
 	}
-	xpmem_lib_log("get: %s: %s", path, strerror(errno));
+	xpmem_lib_log("get: /proc/%d/%s: %s", (int)pid, path, strerror(errno));
 	return -ENOENT;
 }
 
-/* The owner is still alive (its pidfd is not readable yet). */
-static int owner_alive(int pidfd)
+/*
+ * owner_alive - the owner still runs and still holds the registry @regfd at
+ * descriptor @fd.  An exited owner has no descriptors left, even as a
+ * zombie, and a /proc/<pid> directory of a reaped process stays empty even
+ * when the pid is reused.
+ */
+static int owner_alive(int procfd, int fd, int regfd)
 {
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	struct stat a, b;
+	char path[32];
 
-	return poll(&p, 1, 0) == 0;
+	snprintf(path, sizeof(path), "fd/%d", fd);
+	return fstatat(procfd, path, &a, 0) == 0 && fstat(regfd, &b) == 0 &&
+	       a.st_ino == b.st_ino && a.st_dev == b.st_dev;
 }
 
 static int read_slot(int regfd, unsigned int slot, struct shm_reg_slot *s)
@@ -109,11 +117,10 @@ static int read_slot(int regfd, unsigned int slot, struct shm_reg_slot *s)
  * check_registry - the registry we opened belongs to the process /proc/<pid>
  * names, in the PID namespace that process lives in.
  */
-static int check_registry(int regfd, pid_t pid)
+static int check_registry(int procfd, int regfd, pid_t pid)
 {
 	struct shm_reg_header hdr;
 	struct stat st;
-	char path[64];
 
 	if (fstat(regfd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size != (off_t)SHM_REG_SIZE ||
@@ -123,9 +130,8 @@ static int check_registry(int regfd, pid_t pid)
 			      "(stale segid?)", (int)pid);
 		return -ENOENT;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
 	if (hdr.pid != pid ||
-	    (hdr.pidns_ino && (stat(path, &st) != 0 ||
+	    (hdr.pidns_ino && (fstatat(procfd, "ns/pid", &st, 0) != 0 ||
 			       st.st_ino != hdr.pidns_ino ||
 			       st.st_dev != hdr.pidns_dev))) {
 		xpmem_lib_log("get: registry found at pid %d belongs to pid %d "
@@ -163,6 +169,7 @@ int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 	struct shm_reg_slot s;
 	struct shm_segid id;
 	struct permit *p;
+	char path[32];
 	struct stat st;
 	int ret;
 
@@ -176,17 +183,18 @@ int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 	if (!p)
 		return -ENOMEM;
 	p->regfd = p->objfd = -1;
-	p->pidfd = (int)syscall(SYS_pidfd_open, id.pid, 0);
-	if (p->pidfd < 0) {
-		ret = errno == ESRCH ? -ENOENT : -errno;
-		xpmem_lib_log("get: owner %d: %s", (int)id.pid, strerror(errno));
+	snprintf(path, sizeof(path), "/proc/%d", (int)id.pid);
+	p->procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p->procfd < 0) {
+		ret = errno == EACCES ? -EACCES : -ENOENT;
+		xpmem_lib_log("get: %s: %s", path, strerror(errno));
 		goto free_p;
 	}
-	ret = open_owner_fd(id.pid, id.regfd, O_RDONLY);
+	ret = open_owner_fd(p->procfd, id.pid, id.regfd, O_RDONLY);
 	if (ret < 0)
 		goto close_fds;
 	p->regfd = ret;
-	ret = check_registry(p->regfd, id.pid);
+	ret = check_registry(p->procfd, p->regfd, id.pid);
 	if (!ret)
 		ret = read_slot(p->regfd, id.slot, &s);
 	if (ret)
@@ -201,19 +209,21 @@ int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 	ret = check_mode(&s, flags);
 	if (ret)
 		goto close_fds;
-	ret = open_owner_fd(id.pid, s.obj_fd,
+	ret = open_owner_fd(p->procfd, id.pid, s.obj_fd,
 			    flags == XPMEM_RDONLY ? O_RDONLY : O_RDWR);
 	if (ret < 0)
 		goto close_fds;
 	p->objfd = ret;
 	if (fstat(p->objfd, &st) != 0 || st.st_ino != s.obj_ino ||
-	    st.st_dev != s.obj_dev || !owner_alive(p->pidfd)) {
+	    st.st_dev != s.obj_dev ||
+	    !owner_alive(p->procfd, id.regfd, p->regfd)) {
 		xpmem_lib_log("get %#llx: owner's object changed or owner exited",
 			      (unsigned long long)segid);
 		ret = -ENOENT;
 		goto close_fds;
 	}
 	p->flags = flags;
+	p->regfd_owner = id.regfd;
 	p->slot = id.slot;
 	p->tag = s.tag;
 	p->offset = s.offset;
@@ -233,7 +243,7 @@ close_fds:
 		close(p->objfd);
 	if (p->regfd >= 0)
 		close(p->regfd);
-	close(p->pidfd);
+	close(p->procfd);
 free_p:
 	free(p);
 	return ret;
@@ -285,7 +295,7 @@ int xpmem_lib_shm_release(xpmem_apid_t apid)
 	pthread_mutex_unlock(&peer_lock);
 	close(p->objfd);
 	close(p->regfd);
-	close(p->pidfd);
+	close(p->procfd);
 	free(p);
 	return 0;
 }
@@ -296,7 +306,7 @@ int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 	struct attachment *a = calloc(1, sizeof(*a));
 	struct shm_reg_slot s;
 	struct permit *p;
-	uint64_t off = (uint64_t)offset;
+	uint64_t off = (uint64_t)offset, span;
 	int prot, ret;
 	void *m;
 
@@ -308,7 +318,7 @@ int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 		ret = -ENOENT;
 		goto unlock;
 	}
-	if (!owner_alive(p->pidfd) || read_slot(p->regfd, p->slot, &s) ||
+	if (!owner_alive(p->procfd, p->regfd_owner, p->regfd) || read_slot(p->regfd, p->slot, &s) ||
 	    s.tag != p->tag) {
 		xpmem_lib_log("attach: segment was removed or its owner exited");
 		ret = -ENOENT;
@@ -318,9 +328,11 @@ int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 		ret = -EINVAL;
 		goto unlock;
 	}
+	/* Huge-page objects map whole huge pages past a segment's end. */
 	size = (size + p->page - 1) & ~(p->page - 1);
-	if (off % p->page || (uintptr_t)vaddr % p->page || off > p->size ||
-	    size > p->size - off) {
+	span = (p->size + p->page - 1) & ~(p->page - 1);
+	if (off % p->page || (uintptr_t)vaddr % p->page || off > span ||
+	    size > span - off) {
 		xpmem_lib_log("attach: offset %#llx size %#zx outside the "
 			      "%#llx-byte segment or not %llu-aligned",
 			      (unsigned long long)off, size,

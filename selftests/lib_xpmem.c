@@ -1,0 +1,1197 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lib_xpmem.c - libxpmem test suite, one binary for both backends.
+ *
+ * The backend comes from the environment: XPMEM_BACKEND=shm (host, and the
+ * VM with the module unloaded), XPMEM_BACKEND=kernel (VM with the module),
+ * or unset (auto).  Every test first checks that the library chose what
+ * XPMEM_BACKEND asked for; tests that only make sense on one backend skip
+ * on the other with a reason.  Children report through exit statuses;
+ * synchronisation is by pipes, never by sleeping.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <xpmem.h>
+
+#include "kselftest_harness.h"
+
+#define NPAGES		4
+#define NATTACHERS	8
+#define NTHREADS	8
+#define NTHREAD_ITERS	20
+#define LEAK_CYCLES	30
+#define PROBE_ENV	"XPMEM_LIBTEST_PROBE"
+
+/* Exit codes of helper children. */
+#define CHILD_OK	0
+#define CHILD_EACCES	1
+#define CHILD_SKIP	77
+
+static size_t page;
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Block until the other end of @fd is closed. */
+static void wait_eof(int fd)
+{
+	char c;
+
+	while (read(fd, &c, 1) > 0 || errno == EINTR)
+		;
+}
+
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return status;
+}
+
+static void fill(unsigned char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)(seed + i * 7 + (i >> 12));
+}
+
+static int check(const unsigned char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (unsigned char)(seed + i * 7 + (i >> 12)))
+			return -1;
+	return 0;
+}
+
+static int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int count_lines(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	int c, n = 0;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* Whether /proc/self/maps shows @addr backed by one of our objects. */
+static int mapped_from_object(void *addr)
+{
+	char line[512], want[32];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), "%lx-", (unsigned long)addr);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, want, strlen(want)))
+			found = strstr(line, "/xpmem-") != NULL;
+	fclose(f);
+	return found;
+}
+
+/* get + attach the whole @size of @segid; NULL on failure. */
+static void *get_attach(xpmem_segid_t segid, int flags, size_t size,
+			xpmem_apid_t *apid)
+{
+	struct xpmem_addr addr;
+	void *p;
+
+	*apid = xpmem_get(segid, flags, XPMEM_PERMIT_MODE, NULL);
+	if (*apid == -1)
+		return NULL;
+	addr.apid = *apid;
+	addr.offset = 0;
+	p = xpmem_attach(addr, size, NULL);
+	if (p == (void *)-1) {
+		xpmem_release(*apid);
+		return NULL;
+	}
+	return p;
+}
+
+static void *anon(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int drop_to(uid_t uid, gid_t gid)
+{
+	if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+		return -1;
+	/* setuid() clears dumpable; the shm backend needs it (see docs). */
+	return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+}
+
+/*
+ * Probe mode: run with PROBE_ENV set (by the env_* tests, through execve of
+ * /proc/self/exe) this reports what a fresh process decides and exits
+ * before the harness starts.
+ */
+__attribute__((constructor)) static void probe_main(void)
+{
+	const char *why;
+	int be, init, err;
+
+	if (!getenv(PROBE_ENV))
+		return;
+	init = xpmem_init();
+	err = errno;
+	be = xpmem_ext_backend(&why);
+	printf("backend=%d init=%d errno=%d version=%d\n", be, init,
+	       init ? err : 0, xpmem_version());
+	fflush(stdout);
+	_exit(0);
+}
+
+/* Run ourselves in probe mode with @env; capture stdout+stderr in @out. */
+static int run_probe(char *const env[], char *out, size_t outlen)
+{
+	int pfd[2];
+	pid_t pid;
+	size_t got = 0;
+	ssize_t n;
+
+	if (pipe(pfd))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "lib_xpmem-probe", NULL };
+
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		execve("/proc/self/exe", argv, env);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (got < outlen - 1 &&
+	       (n = read(pfd[0], out + got, outlen - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = 0;
+	close(pfd[0]);
+	return wait_child(pid);
+}
+
+/* ---- fixture ------------------------------------------------------------ */
+
+FIXTURE(lib)
+{
+	int backend;
+	const char *reason;
+};
+
+FIXTURE_SETUP(lib)
+{
+	const char *env = getenv("XPMEM_BACKEND");
+
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	self->backend = xpmem_ext_backend(&self->reason);
+	if (env && !strcmp(env, "kernel") &&
+	    self->backend == XPMEM_EXT_BACKEND_NONE)
+		SKIP(return, "XPMEM_BACKEND=kernel but no module: %s",
+		     self->reason);
+	ASSERT_NE(XPMEM_EXT_BACKEND_NONE, self->backend)
+		TH_LOG("no backend: %s", self->reason);
+	if (env && !strcmp(env, "shm"))
+		ASSERT_EQ(XPMEM_EXT_BACKEND_SHM, self->backend);
+	if (env && !strcmp(env, "kernel"))
+		ASSERT_EQ(XPMEM_EXT_BACKEND_KERNEL, self->backend);
+	TH_LOG("backend %s (%s)", xpmem_ext_backend_name(self->backend),
+	       self->reason);
+}
+
+FIXTURE_TEARDOWN(lib)
+{
+}
+
+#define IS_SHM (self->backend == XPMEM_EXT_BACKEND_SHM)
+
+/* ---- backend selection and signals ------------------------------------- */
+
+TEST_F(lib, backend_signals)
+{
+	unsigned long f = xpmem_ext_features();
+
+	ASSERT_EQ(0, xpmem_init());
+	ASSERT_NE(0, (int)strlen(self->reason));
+	if (IS_SHM) {
+		/* UCX reads version >= 0 as "usable": must be false here. */
+		errno = 0;
+		ASSERT_EQ(-1, xpmem_version());
+		ASSERT_EQ(ENODEV, errno);
+		ASSERT_EQ(XPMEM_EXT_F_MIGRATE, f);
+		ASSERT_STREQ("shm", xpmem_ext_backend_name(self->backend));
+	} else {
+		ASSERT_LE(0, xpmem_version());
+		ASSERT_TRUE((f & XPMEM_EXT_F_WHOLE_AS) != 0);
+		ASSERT_STREQ("kernel", xpmem_ext_backend_name(self->backend));
+	}
+}
+
+TEST_F(lib, env_backend_choice)
+{
+	char *shm_env[] = { PROBE_ENV "=1", "XPMEM_BACKEND=shm",
+			    "XPMEM_DEBUG=1", NULL };
+	char *bad_env[] = { PROBE_ENV "=1", "XPMEM_BACKEND=bogus", NULL };
+	char *kern_env[] = { PROBE_ENV "=1", "XPMEM_BACKEND=kernel", NULL };
+	char out[4096];
+	int st;
+
+	st = run_probe(shm_env, out, sizeof(out));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ASSERT_NE(NULL, strstr(out, "backend=2 init=0"));
+	ASSERT_NE(NULL, strstr(out, "backend shm (XPMEM_BACKEND=shm)"));
+
+	st = run_probe(bad_env, out, sizeof(out));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ASSERT_NE(NULL, strstr(out, "backend=0 init=-1 errno=22"));
+
+	st = run_probe(kern_env, out, sizeof(out));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (access(XPMEM_DEV_PATH, F_OK) != 0) {
+		/* Forced kernel without the module: ENODEV on every call. */
+		ASSERT_NE(NULL, strstr(out, "backend=0 init=-1 errno=19 "
+					    "version=-1"));
+	} else {
+		ASSERT_NE(NULL, strstr(out, "backend=1 init=0"));
+	}
+}
+
+/* ---- argument checking -------------------------------------------------- */
+
+TEST_F(lib, bad_arguments)
+{
+	unsigned char *buf = xpmem_ext_alloc(NPAGES * page, 0);
+	struct xpmem_addr addr = { .apid = 424242, .offset = 0 };
+	xpmem_segid_t segid;
+
+	ASSERT_NE(NULL, buf);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_make(buf, 0, XPMEM_PERMIT_MODE, (void *)0600));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_make(buf + 1, page, XPMEM_PERMIT_MODE,
+				 (void *)0600));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_make(buf, page, 7, (void *)0600));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_make(buf, page, XPMEM_PERMIT_MODE,
+				 (void *)01600));
+	ASSERT_EQ(EINVAL, errno);
+
+	segid = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	ASSERT_EQ(-1, xpmem_get(segid, 3, XPMEM_PERMIT_MODE, NULL));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_get(segid, XPMEM_RDWR, 0, NULL));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_get(0, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_get(-5, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ((void *)-1, xpmem_attach(addr, page, NULL));
+	ASSERT_EQ(-1, xpmem_release(424242));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(-1, xpmem_remove(segid));
+	ASSERT_EQ(-1, xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL));
+	ASSERT_EQ(ENOENT, errno);
+
+	errno = 0;
+	ASSERT_EQ(NULL, xpmem_ext_alloc(0, 0));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(NULL, xpmem_ext_alloc(page, 0x80));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_ext_free(buf + page));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+TEST_F(lib, whole_address_space)
+{
+	xpmem_segid_t segid;
+
+	errno = 0;
+	segid = xpmem_make(NULL, XPMEM_MAXADDR_SIZE, XPMEM_PERMIT_MODE,
+			   (void *)0666);
+	if (IS_SHM) {
+		/* MPICH/Open MPI read this failure as "fall back". */
+		ASSERT_EQ(-1, segid);
+		ASSERT_EQ(EOPNOTSUPP, errno);
+	} else {
+		ASSERT_LT(0, segid);
+		ASSERT_EQ(0, xpmem_remove(segid));
+	}
+}
+
+TEST_F(lib, attach_bounds)
+{
+	unsigned char *buf = xpmem_ext_alloc(NPAGES * page, 0);
+	struct xpmem_addr addr;
+	xpmem_segid_t segid;
+	unsigned char *at;
+
+	ASSERT_NE(NULL, buf);
+	fill(buf, NPAGES * page, 3);
+	segid = xpmem_make(buf, NPAGES * page, XPMEM_PERMIT_MODE,
+			   (void *)0600);
+	ASSERT_LT(0, segid);
+	addr.apid = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL);
+	ASSERT_LT(0, addr.apid);
+
+	addr.offset = 1;
+	errno = 0;
+	ASSERT_EQ((void *)-1, xpmem_attach(addr, page, NULL));
+	ASSERT_EQ(EINVAL, errno);
+	addr.offset = (off_t)(NPAGES * page);
+	ASSERT_EQ((void *)-1, xpmem_attach(addr, page, NULL));
+	ASSERT_EQ(EINVAL, errno);
+	addr.offset = (off_t)(2 * page);
+	ASSERT_EQ((void *)-1, xpmem_attach(addr, 3 * page, NULL));
+	ASSERT_EQ(EINVAL, errno);
+
+	/* The last page, alone, at its offset. */
+	addr.offset = (off_t)((NPAGES - 1) * page);
+	at = xpmem_attach(addr, page, NULL);
+	ASSERT_NE((void *)-1, at);
+	ASSERT_EQ(0, memcmp(at, buf + (NPAGES - 1) * page, page));
+	ASSERT_EQ(0, xpmem_detach(at));
+	ASSERT_EQ(0, xpmem_release(addr.apid));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/* ---- data exchange ------------------------------------------------------ */
+
+/* Owner in the parent, attacher in the child, then the other way round. */
+TEST_F(lib, exchange_both_ways)
+{
+	size_t size = NPAGES * page;
+	unsigned char *buf = xpmem_ext_alloc(size, 0);
+	int to_child[2], to_parent[2], done[2];
+	xpmem_segid_t segid, csegid;
+	xpmem_apid_t apid;
+	unsigned char *at;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	fill(buf, size, 11);
+	segid = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	ASSERT_EQ(0, pipe(to_child));
+	ASSERT_EQ(0, pipe(to_parent));
+	ASSERT_EQ(0, pipe(done));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		xpmem_segid_t s;
+		unsigned char *mine = anon(size);
+
+		close(done[1]);
+		if (read_all(to_child[0], &s, sizeof(s)))
+			_exit(10);
+		at = get_attach(s, XPMEM_RDWR, size, &apid);
+		if (!at)
+			_exit(11);
+		if (check(at, size, 11))
+			_exit(12);
+		fill(at + page, page, 99);	/* reply in page 1 */
+		/* Now the child owns plain anonymous memory. */
+		if (!mine)
+			_exit(13);
+		fill(mine, size, 55);
+		s = xpmem_make(mine, size, XPMEM_PERMIT_MODE, (void *)0600);
+		if (s <= 0)
+			_exit(14);
+		if (write_all(to_parent[1], &s, sizeof(s)))
+			_exit(15);
+		wait_eof(done[0]);	/* parent has written into mine */
+		if (check(mine + 2 * page, page, 77))
+			_exit(16);
+		if (xpmem_detach(at) || xpmem_release(apid) || xpmem_remove(s))
+			_exit(17);
+		_exit(CHILD_OK);
+	}
+	close(done[0]);
+	ASSERT_EQ(0, write_all(to_child[1], &segid, sizeof(segid)));
+	ASSERT_EQ(0, read_all(to_parent[0], &csegid, sizeof(csegid)));
+	ASSERT_EQ(0, check(buf + page, page, 99));
+	at = get_attach(csegid, XPMEM_RDWR, size, &apid);
+	ASSERT_NE(NULL, at);
+	ASSERT_EQ(0, check(at, 2 * page, 55));
+	fill(at + 2 * page, page, 77);
+	close(done[1]);
+	ASSERT_EQ(0, WEXITSTATUS(wait_child(pid)));
+	ASSERT_EQ(0, xpmem_detach(at));
+	ASSERT_EQ(0, xpmem_release(apid));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+TEST_F(lib, many_attachers)
+{
+	size_t size = NATTACHERS * page;
+	unsigned char *buf = xpmem_ext_alloc(size, 0);
+	int seg_pipe[2], go[2];
+	xpmem_segid_t segid;
+	pid_t pids[NATTACHERS];
+	int i, st;
+
+	ASSERT_NE(NULL, buf);
+	segid = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	ASSERT_EQ(0, pipe(seg_pipe));
+	ASSERT_EQ(0, pipe(go));
+	for (i = 0; i < NATTACHERS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0) {
+			xpmem_apid_t apid;
+			xpmem_segid_t s;
+			unsigned char *at;
+
+			close(go[1]);
+			wait_eof(go[0]);
+			if (read_all(seg_pipe[0], &s, sizeof(s)))
+				_exit(10);
+			at = get_attach(s, XPMEM_RDWR, size, &apid);
+			if (!at)
+				_exit(11);
+			fill(at + (size_t)i * page, page, (unsigned int)i);
+			if (xpmem_detach(at) || xpmem_release(apid))
+				_exit(12);
+			_exit(CHILD_OK);
+		}
+	}
+	/* Every child reads the segid from the pipe once. */
+	for (i = 0; i < NATTACHERS; i++)
+		ASSERT_EQ(0, write_all(seg_pipe[1], &segid, sizeof(segid)));
+	close(go[1]);
+	for (i = 0; i < NATTACHERS; i++) {
+		st = wait_child(pids[i]);
+		ASSERT_TRUE(WIFEXITED(st));
+		ASSERT_EQ(CHILD_OK, WEXITSTATUS(st));
+	}
+	for (i = 0; i < NATTACHERS; i++)
+		ASSERT_EQ(0, check(buf + (size_t)i * page, page,
+				   (unsigned int)i));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/* ---- permissions -------------------------------------------------------- */
+
+FIXTURE(perm)
+{
+	int backend;
+};
+
+FIXTURE_VARIANT(perm)
+{
+	unsigned int mode;
+};
+
+FIXTURE_VARIANT_ADD(perm, m0600) { .mode = 0600 };
+FIXTURE_VARIANT_ADD(perm, m0640) { .mode = 0640 };
+FIXTURE_VARIANT_ADD(perm, m0666) { .mode = 0666 };
+FIXTURE_VARIANT_ADD(perm, m0400) { .mode = 0400 };
+FIXTURE_VARIANT_ADD(perm, m0066) { .mode = 0066 };
+
+FIXTURE_SETUP(perm)
+{
+	const char *why;
+
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	self->backend = xpmem_ext_backend(&why);
+	if (self->backend == XPMEM_EXT_BACKEND_NONE)
+		SKIP(return, "no backend: %s", why);
+	if (geteuid() != 0)
+		SKIP(return, "needs root to switch uid/gid");
+}
+
+FIXTURE_TEARDOWN(perm)
+{
+}
+
+enum { WHO_OWNER, WHO_GROUP, WHO_OTHER, WHO_ROOT, WHO_N };
+static const uid_t who_uid[WHO_N] = { 1000, 1001, 1002, 0 };
+static const gid_t who_gid[WHO_N] = { 1000, 1000, 1002, 0 };
+
+/* What the backend should answer: 1 = permit granted. */
+static int perm_expect(int backend, unsigned int mode, int who, int flags)
+{
+	unsigned int need = flags == XPMEM_RDONLY ? 4 : 6, bits;
+
+	if (who == WHO_ROOT)
+		return 1;		/* CAP_IPC_OWNER */
+	/* shm: /proc/<pid>/fd needs the owner's uid (see docs). */
+	if (backend == XPMEM_EXT_BACKEND_SHM && who != WHO_OWNER)
+		return 0;
+	bits = who == WHO_OWNER ? mode >> 6 : who == WHO_GROUP ? mode >> 3 :
+	       mode;
+	return (bits & need) == need;
+}
+
+TEST_F(perm, matrix)
+{
+	int seg_pipe[2], hold[2];
+	xpmem_segid_t segid;
+	pid_t owner;
+	int who, fl, st;
+
+	if (self->backend == XPMEM_EXT_BACKEND_NONE || geteuid() != 0)
+		return;
+	ASSERT_EQ(0, pipe(seg_pipe));
+	ASSERT_EQ(0, pipe(hold));
+	owner = fork();
+	ASSERT_LE(0, owner);
+	if (owner == 0) {
+		unsigned char *buf;
+		xpmem_segid_t s;
+
+		close(hold[1]);
+		if (drop_to(who_uid[WHO_OWNER], who_gid[WHO_OWNER]))
+			_exit(10);
+		buf = xpmem_ext_alloc(page, 0);
+		if (!buf)
+			_exit(11);
+		s = xpmem_make(buf, page, XPMEM_PERMIT_MODE,
+			       (void *)(uintptr_t)variant->mode);
+		if (s <= 0)
+			_exit(12);
+		if (write_all(seg_pipe[1], &s, sizeof(s)))
+			_exit(13);
+		wait_eof(hold[0]);
+		_exit(CHILD_OK);
+	}
+	close(hold[0]);
+	ASSERT_EQ(0, read_all(seg_pipe[0], &segid, sizeof(segid)));
+
+	for (who = 0; who < WHO_N; who++) {
+		for (fl = XPMEM_RDONLY; fl <= XPMEM_RDWR; fl++) {
+			pid_t pid = fork();
+
+			ASSERT_LE(0, pid);
+			if (pid == 0) {
+				xpmem_apid_t apid;
+
+				close(hold[1]);
+				if (who != WHO_ROOT &&
+				    drop_to(who_uid[who], who_gid[who]))
+					_exit(10);
+				apid = xpmem_get(segid, fl, XPMEM_PERMIT_MODE,
+						 NULL);
+				if (apid > 0)
+					_exit(CHILD_OK);
+				_exit(errno == EACCES ? CHILD_EACCES : 20);
+			}
+			st = wait_child(pid);
+			ASSERT_TRUE(WIFEXITED(st));
+			ASSERT_EQ(perm_expect(self->backend, variant->mode, who,
+					      fl) ? CHILD_OK : CHILD_EACCES,
+				  WEXITSTATUS(st))
+				TH_LOG("mode %#o uid %d gid %d %s",
+				       variant->mode, (int)who_uid[who],
+				       (int)who_gid[who],
+				       fl == XPMEM_RDONLY ? "RDONLY" : "RDWR");
+		}
+	}
+	close(hold[1]);
+	st = wait_child(owner);
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(CHILD_OK, WEXITSTATUS(st));
+}
+
+TEST_F(lib, rdonly)
+{
+	unsigned char *buf = xpmem_ext_alloc(page, 0);
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	unsigned char *at;
+	pid_t pid;
+	int st;
+
+	ASSERT_NE(NULL, buf);
+	fill(buf, page, 5);
+	segid = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0644);
+	ASSERT_LT(0, segid);
+	at = get_attach(segid, XPMEM_RDONLY, page, &apid);
+	ASSERT_NE(NULL, at);
+	ASSERT_EQ(0, check(at, page, 5));
+	/* Cannot be made writable. */
+	ASSERT_NE(0, mprotect(at, page, PROT_READ | PROT_WRITE));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		signal(SIGSEGV, SIG_DFL);	/* not the sanitizer's */
+		*(volatile unsigned char *)at = 1;
+		_exit(CHILD_OK);
+	}
+	st = wait_child(pid);
+	ASSERT_TRUE(WIFSIGNALED(st));
+	ASSERT_EQ(SIGSEGV, WTERMSIG(st));
+	ASSERT_EQ(0, check(buf, page, 5));
+	ASSERT_EQ(0, xpmem_detach(at));
+	ASSERT_EQ(0, xpmem_release(apid));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/* ---- in-place migration and exportable ranges --------------------------- */
+
+TEST_F(lib, migrate_in_place)
+{
+	size_t size = NPAGES * page;
+	unsigned char *buf = anon(size), *at;
+	unsigned char *copy = malloc(size);
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, copy);
+	fill(buf, size, 21);
+	memset(buf + 2 * page, 0, page);	/* a zero page stays zero */
+	memcpy(copy, buf, size);
+
+	segid = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	/* Same address, same contents. */
+	ASSERT_EQ(0, memcmp(buf, copy, size));
+	if (IS_SHM)
+		ASSERT_EQ(1, mapped_from_object(buf));
+
+	at = get_attach(segid, XPMEM_RDWR, size, &apid);
+	ASSERT_NE(NULL, at);
+	ASSERT_EQ(0, memcmp(at, copy, size));
+	buf[5] = 0xa5;
+	ASSERT_EQ(0xa5, at[5]);
+	at[page + 9] = 0x5a;
+	ASSERT_EQ(0x5a, buf[page + 9]);
+	ASSERT_EQ(0, xpmem_detach(at));
+	ASSERT_EQ(0, xpmem_release(apid));
+
+	/* A second segment on a sub-range shares the backing. */
+	segid = (xpmem_remove(segid), xpmem_make(buf + page, page,
+						 XPMEM_PERMIT_MODE,
+						 (void *)0600));
+	ASSERT_LT(0, segid);
+	ASSERT_EQ(0, xpmem_remove(segid));
+
+	/* After the last remove the memory is private again, unchanged. */
+	if (IS_SHM)
+		ASSERT_EQ(0, mapped_from_object(buf + page));
+	copy[5] = 0xa5;
+	copy[page + 9] = 0x5a;
+	ASSERT_EQ(0, memcmp(buf, copy, size));
+	munmap(buf, size);
+	free(copy);
+}
+
+TEST_F(lib, unexportable_ranges)
+{
+	char path[] = "/tmp/xpmem-libtest-XXXXXX";
+	unsigned char *hole, *file;
+	int fd;
+
+	if (!IS_SHM)
+		SKIP(return, "the kernel backend exports any range");
+	/* A hole. */
+	hole = anon(2 * page);
+	ASSERT_NE(NULL, hole);
+	ASSERT_EQ(0, munmap(hole + page, page));
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_make(hole, 2 * page, XPMEM_PERMIT_MODE,
+				 (void *)0600));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	munmap(hole, page);
+	/* A file mapping. */
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	unlink(path);
+	ASSERT_EQ(0, ftruncate(fd, (off_t)page));
+	file = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, file);
+	ASSERT_EQ(-1, xpmem_make(file, page, XPMEM_PERMIT_MODE,
+				 (void *)0600));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	munmap(file, page);
+	close(fd);
+}
+
+/* ---- shm directory: full, and nothing left behind ----------------------- */
+
+TEST_F(lib, full_shm_dir_enospc)
+{
+	char dir[] = "/tmp/xpmem-full-XXXXXX";
+	size_t big = 4UL << 20;
+	unsigned char *buf, *small;
+
+	if (!IS_SHM)
+		SKIP(return, "the kernel backend uses no shm directory");
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		SKIP(return, "cannot make a private mount namespace: %s",
+		     strerror(errno));
+	ASSERT_NE(NULL, mkdtemp(dir));
+	if (mount("tmpfs", dir, "tmpfs", 0, "size=1m")) {
+		rmdir(dir);
+		SKIP(return, "cannot mount a tmpfs: %s", strerror(errno));
+	}
+	ASSERT_EQ(0, setenv("XPMEM_SHM_DIR", dir, 1));
+
+	errno = 0;
+	ASSERT_EQ(NULL, xpmem_ext_alloc(big, 0));
+	ASSERT_EQ(ENOSPC, errno);
+
+	buf = anon(big);
+	ASSERT_NE(NULL, buf);
+	fill(buf, page, 8);
+	ASSERT_EQ(-1, xpmem_make(buf, big, XPMEM_PERMIT_MODE, (void *)0600));
+	ASSERT_EQ(ENOSPC, errno);
+	ASSERT_EQ(0, check(buf, page, 8));	/* untouched, still private */
+	ASSERT_EQ(0, mapped_from_object(buf));
+
+	small = xpmem_ext_alloc(16 * page, 0);
+	ASSERT_NE(NULL, small);
+	ASSERT_EQ(0, count_dir(dir));
+	ASSERT_EQ(0, xpmem_ext_free(small));
+	munmap(buf, big);
+	unsetenv("XPMEM_SHM_DIR");
+	umount2(dir, MNT_DETACH);
+	rmdir(dir);
+}
+
+TEST_F(lib, owner_killed)
+{
+	char dir[] = "/dev/shm/xpmem-kill-XXXXXX";
+	int seg_pipe[2], hold[2];
+	xpmem_segid_t segid[2];
+	xpmem_apid_t apid;
+	unsigned char *at;
+	pid_t owner, pid;
+	int st;
+
+	if (IS_SHM) {
+		ASSERT_NE(NULL, mkdtemp(dir));
+		ASSERT_EQ(0, setenv("XPMEM_SHM_DIR", dir, 1));
+	}
+	ASSERT_EQ(0, pipe(seg_pipe));
+	ASSERT_EQ(0, pipe(hold));
+	owner = fork();
+	ASSERT_LE(0, owner);
+	if (owner == 0) {
+		unsigned char *a = xpmem_ext_alloc(2 * page, 0);
+		unsigned char *b = anon(2 * page);
+		xpmem_segid_t s[2];
+
+		close(hold[1]);
+		if (!a || !b)
+			_exit(10);
+		fill(a, 2 * page, 31);
+		fill(b, 2 * page, 32);
+		s[0] = xpmem_make(a, 2 * page, XPMEM_PERMIT_MODE, (void *)0600);
+		s[1] = xpmem_make(b, 2 * page, XPMEM_PERMIT_MODE, (void *)0600);
+		if (s[0] <= 0 || s[1] <= 0)
+			_exit(11);
+		if (write_all(seg_pipe[1], s, sizeof(s)))
+			_exit(12);
+		wait_eof(hold[0]);
+		_exit(CHILD_OK);
+	}
+	close(hold[0]);
+	ASSERT_EQ(0, read_all(seg_pipe[0], segid, sizeof(segid)));
+	if (IS_SHM)
+		ASSERT_EQ(0, count_dir(dir));	/* unlinked at creation */
+	at = get_attach(segid[1], XPMEM_RDWR, 2 * page, &apid);
+	ASSERT_NE(NULL, at);
+	ASSERT_EQ(0, check(at, 2 * page, 32));
+
+	ASSERT_EQ(0, kill(owner, SIGKILL));
+	st = wait_child(owner);
+	ASSERT_TRUE(WIFSIGNALED(st));
+	ASSERT_EQ(SIGKILL, WTERMSIG(st));
+
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_get(segid[0], XPMEM_RDWR, XPMEM_PERMIT_MODE,
+				NULL));
+	ASSERT_EQ(ENOENT, errno);
+	if (IS_SHM) {
+		struct xpmem_addr addr = { .apid = apid, .offset = 0 };
+
+		ASSERT_EQ(0, count_dir(dir));
+		/* No revocation: the old mapping keeps the last contents. */
+		ASSERT_EQ(0, check(at, 2 * page, 32));
+		ASSERT_EQ((void *)-1, xpmem_attach(addr, page, NULL));
+		ASSERT_EQ(ENOENT, errno);
+		ASSERT_EQ(0, rmdir(dir));
+		unsetenv("XPMEM_SHM_DIR");
+	} else {
+		/* The kernel backend revokes: access => SIGBUS. */
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			signal(SIGBUS, SIG_DFL);
+			(void)*(volatile unsigned char *)at;
+			_exit(CHILD_OK);
+		}
+		st = wait_child(pid);
+		ASSERT_TRUE(WIFSIGNALED(st));
+		ASSERT_EQ(SIGBUS, WTERMSIG(st));
+	}
+	ASSERT_EQ(0, xpmem_detach(at));
+	ASSERT_EQ(0, xpmem_release(apid));
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+TEST_F(lib, fork_then_use)
+{
+	size_t size = 2 * page;
+	unsigned char *buf = xpmem_ext_alloc(size, 0);
+	unsigned char *priv = anon(size);
+	int to_parent[2], done[2];
+	xpmem_segid_t segid, psegid, csegid;
+	xpmem_apid_t apid;
+	unsigned char *at;
+	pid_t pid;
+	int st;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, priv);
+	fill(buf, size, 41);
+	fill(priv, size, 42);
+	segid = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	/* A migrated range: still private to each process after fork. */
+	psegid = xpmem_make(priv, size, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, psegid);
+	ASSERT_EQ(0, pipe(to_parent));
+	ASSERT_EQ(0, pipe(done));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		unsigned char *mine;
+		xpmem_segid_t s;
+
+		close(done[1]);
+		at = get_attach(segid, XPMEM_RDWR, size, &apid);
+		if (!at)
+			_exit(10);
+		if (check(at, size, 41))
+			_exit(11);
+		if (check(priv, size, 42))
+			_exit(12);
+		priv[0] ^= 0xff;	/* must not reach the parent */
+		mine = xpmem_ext_alloc(size, 0);
+		if (!mine)
+			_exit(13);
+		fill(mine, size, 43);
+		s = xpmem_make(mine, size, XPMEM_PERMIT_MODE, (void *)0600);
+		if (s <= 0 || s == segid)
+			_exit(14);
+		if (write_all(to_parent[1], &s, sizeof(s)))
+			_exit(15);
+		wait_eof(done[0]);
+		if (xpmem_detach(at) || xpmem_release(apid) || xpmem_remove(s))
+			_exit(16);
+		_exit(CHILD_OK);
+	}
+	close(done[0]);
+	ASSERT_EQ(0, read_all(to_parent[0], &csegid, sizeof(csegid)));
+	at = get_attach(csegid, XPMEM_RDWR, size, &apid);
+	ASSERT_NE(NULL, at);
+	ASSERT_EQ(0, check(at, size, 43));
+	ASSERT_EQ(0, xpmem_detach(at));
+	ASSERT_EQ(0, xpmem_release(apid));
+	close(done[1]);
+	st = wait_child(pid);
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(CHILD_OK, WEXITSTATUS(st));
+	ASSERT_EQ(0, check(priv, size, 42));
+	ASSERT_EQ(0, xpmem_remove(psegid));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+	munmap(priv, size);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+static void *thread_cycles(void *arg)
+{
+	unsigned int id = (unsigned int)(uintptr_t)arg;
+	size_t size = 2 * page;
+	int i;
+
+	for (i = 0; i < NTHREAD_ITERS; i++) {
+		unsigned char *buf = xpmem_ext_alloc(size, 0), *at;
+		xpmem_segid_t segid;
+		xpmem_apid_t apid;
+
+		if (!buf)
+			return (void *)1;
+		fill(buf, size, id * 100 + (unsigned int)i);
+		segid = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0600);
+		if (segid <= 0)
+			return (void *)2;
+		at = get_attach(segid, XPMEM_RDWR, size, &apid);
+		if (!at)
+			return (void *)3;
+		if (check(at, size, id * 100 + (unsigned int)i))
+			return (void *)4;
+		at[7] = (unsigned char)id;
+		if (buf[7] != (unsigned char)id)
+			return (void *)5;
+		if (xpmem_detach(at) || xpmem_release(apid) ||
+		    xpmem_remove(segid) || xpmem_ext_free(buf))
+			return (void *)6;
+	}
+	return NULL;
+}
+
+TEST_F(lib, concurrent_threads)
+{
+	pthread_t t[NTHREADS];
+	void *ret;
+	int i;
+
+	for (i = 0; i < NTHREADS; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, thread_cycles,
+					    (void *)(uintptr_t)i));
+	for (i = 0; i < NTHREADS; i++) {
+		ASSERT_EQ(0, pthread_join(t[i], &ret));
+		ASSERT_EQ(NULL, ret) TH_LOG("thread %d failed at step %ld", i,
+					    (long)(uintptr_t)ret);
+	}
+}
+
+/* ---- leaks -------------------------------------------------------------- */
+
+static int one_cycle(int migrate)
+{
+	size_t size = NPAGES * page;
+	unsigned char *buf = migrate ? anon(size) : xpmem_ext_alloc(size, 0);
+	struct xpmem_addr addr;
+	xpmem_segid_t segid;
+	void *a, *b;
+
+	if (!buf)
+		return 1;
+	buf[0] = 1;
+	segid = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0600);
+	if (segid <= 0)
+		return 2;
+	addr.apid = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL);
+	if (addr.apid <= 0)
+		return 3;
+	addr.offset = 0;
+	a = xpmem_attach(addr, page, NULL);
+	addr.offset = (off_t)page;
+	b = xpmem_attach(addr, 2 * page, NULL);
+	if (a == (void *)-1 || b == (void *)-1)
+		return 4;
+	if (xpmem_detach(a))
+		return 5;
+	/* b is detached by the release. */
+	if (xpmem_release(addr.apid) || xpmem_remove(segid))
+		return 6;
+	if (migrate)
+		return munmap(buf, size) ? 7 : 0;
+	return xpmem_ext_free(buf) ? 8 : 0;
+}
+
+TEST_F(lib, no_leaks)
+{
+	int fds, maps, i;
+
+	/* Warm up: the device fd or the registry are created once. */
+	ASSERT_EQ(0, one_cycle(0));
+	ASSERT_EQ(0, one_cycle(1));
+	fds = count_dir("/proc/self/fd");
+	maps = count_lines("/proc/self/maps");
+	for (i = 0; i < LEAK_CYCLES; i++) {
+		ASSERT_EQ(0, one_cycle(0));
+		ASSERT_EQ(0, one_cycle(1));
+	}
+	ASSERT_EQ(fds, count_dir("/proc/self/fd"));
+	ASSERT_EQ(maps, count_lines("/proc/self/maps"));
+}
+
+/* ---- PID namespaces ----------------------------------------------------- */
+
+TEST_F(lib, pid_namespace)
+{
+	int seg_pipe[2], hold[2];
+	unsigned char *buf = xpmem_ext_alloc(page, 0);
+	xpmem_segid_t segid, mine;
+	pid_t mid;
+	int st;
+
+	ASSERT_NE(NULL, buf);
+	fill(buf, page, 61);
+	mine = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, mine);
+	ASSERT_EQ(0, pipe(seg_pipe));
+	ASSERT_EQ(0, pipe(hold));
+	mid = fork();
+	ASSERT_LE(0, mid);
+	if (mid == 0) {
+		pid_t inner;
+
+		close(hold[1]);
+		if (unshare(CLONE_NEWPID))
+			_exit(CHILD_SKIP);
+		inner = fork();
+		if (inner < 0)
+			_exit(10);
+		if (inner == 0) {
+			/* pid 1 of a new namespace, /proc of the old one */
+			unsigned char *b = xpmem_ext_alloc(page, 0);
+			xpmem_apid_t apid;
+			unsigned char *at;
+			xpmem_segid_t s;
+
+			if (!b)
+				_exit(11);
+			s = xpmem_make(b, page, XPMEM_PERMIT_MODE, (void *)0600);
+			if (s <= 0 || write_all(seg_pipe[1], &s, sizeof(s)))
+				_exit(12);
+			/* The parent's segment resolves through /proc. */
+			at = get_attach(mine, XPMEM_RDWR, page, &apid);
+			if (!at || check(at, page, 61))
+				_exit(13);
+			wait_eof(hold[0]);
+			_exit(CHILD_OK);
+		}
+		st = wait_child(inner);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 20);
+	}
+	close(hold[0]);
+	if (read_all(seg_pipe[0], &segid, sizeof(segid)) == 0) {
+		xpmem_apid_t apid;
+
+		errno = 0;
+		apid = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL);
+		if (IS_SHM) {
+			/*
+			 * Its pid names another process here (our init):
+			 * refused, never resolved to that process' memory.
+			 */
+			ASSERT_EQ(-1, apid);
+			ASSERT_TRUE(errno == ENOENT || errno == EACCES);
+		} else {
+			ASSERT_LT(0, apid);
+			ASSERT_EQ(0, xpmem_release(apid));
+		}
+	}
+	close(hold[1]);
+	close(seg_pipe[1]);
+	st = wait_child(mid);
+	ASSERT_TRUE(WIFEXITED(st));
+	if (WEXITSTATUS(st) == CHILD_SKIP)
+		SKIP(return, "cannot unshare the PID namespace");
+	ASSERT_EQ(CHILD_OK, WEXITSTATUS(st));
+	ASSERT_EQ(0, xpmem_remove(mine));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+TEST_F(lib, hugetlb_alloc_falls_back)
+{
+	unsigned char *buf = xpmem_ext_alloc(3 * page, XPMEM_EXT_ALLOC_HUGETLB);
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	unsigned char *at;
+	size_t i;
+
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < 3 * page; i++)
+		ASSERT_EQ(0, buf[i]);
+	fill(buf, 3 * page, 71);
+	segid = xpmem_make(buf, 3 * page, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	at = get_attach(segid, XPMEM_RDWR, 3 * page, &apid);
+	ASSERT_NE(NULL, at);
+	ASSERT_EQ(0, check(at, 3 * page, 71));
+	ASSERT_EQ(0, xpmem_detach(at));
+	ASSERT_EQ(0, xpmem_release(apid));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+TEST_HARNESS_MAIN
