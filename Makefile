@@ -61,6 +61,8 @@ endif
 .PHONY: all userspace lib tests tools module modules host-tests check demo \
 	deps sparse checkpatch w1 install uninstall clean distclean help debug-kernel
 .DELETE_ON_ERROR:
+# Never delete these as make intermediates.
+.SECONDARY: $(KSFT) $(LIB_OBJS) $(HLIB_OBJS)
 
 all: userspace module
 
@@ -162,7 +164,7 @@ tests: $(TESTS)
 
 $(B)/selftests/%: selftests/%.c $(KSFT) $(LIB_TARGETS)
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) -I$(B)/ksft $(CFLAGS) -MMD -MP -MF $(@D)/.$*.d -static \
+	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CFLAGS) -MMD -MP -MF $(@D)/.$*.d -static \
 		-o $@ $< $(if $(LIB_SRCS),$(LIB_A)) $(TEST_LIBS)
 
 tools: $(TOOLS)
@@ -184,7 +186,7 @@ $(B)/host/lib/%.o: lib/%.c
 
 $(B)/host/selftests/%: selftests/%.c $(KSFT) $(HLIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) -I$(B)/ksft $(CFLAGS) $(SAN_FLAGS) -MMD -MP -MF $(@D)/.$*.d \
+	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CFLAGS) $(SAN_FLAGS) -MMD -MP -MF $(@D)/.$*.d \
 		-o $@ $< $(HLIB_OBJS) $(TEST_LIBS)
 
 host-tests: $(HOST_TESTS)
