@@ -27,24 +27,34 @@ static pid_t dev_pid;		/* process that opened dev_fd */
 
 /*
  * dev_reopen_locked - (re)open the device for the calling process.
- * @stale: descriptor known to be unusable, or -1
+ * @stale: descriptor known to be unusable (answered NOPROC), or -1
  *
  * A descriptor inherited over fork() is the child's own copy of the
- * parent's file; closing it only drops the child's reference.
+ * parent's file; closing it only drops the child's reference.  If the
+ * child cannot open the device itself (e.g. it dropped privileges and the
+ * node is not world-accessible), it keeps the inherited descriptor and lets
+ * the module decide.
  */
 static int dev_reopen_locked(int stale)
 {
-	int fd;
+	int fd, err;
 
-	if (dev_fd >= 0 && (dev_fd == stale || dev_pid != getpid())) {
-		close(dev_fd);
-		dev_fd = -1;
-	}
-	if (dev_fd >= 0)
+	if (dev_fd >= 0 && dev_fd != stale && dev_pid == getpid())
 		return dev_fd;
 	fd = open(XPMEM_DEV_PATH, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		err = -errno;
+		if (dev_fd >= 0 && dev_fd != stale) {
+			xpmem_lib_log("cannot reopen " XPMEM_DEV_PATH " (%s), "
+				      "keeping the inherited descriptor",
+				      strerror(-err));
+			dev_pid = getpid();
+			return dev_fd;
+		}
+		return err;
+	}
+	if (dev_fd >= 0)
+		close(dev_fd);
 	dev_fd = fd;
 	dev_pid = getpid();
 	return fd;
@@ -55,10 +65,7 @@ static int dev_get(int stale)
 	int fd;
 
 	pthread_mutex_lock(&dev_lock);
-	if (dev_fd >= 0 && dev_fd != stale && dev_pid == getpid())
-		fd = dev_fd;
-	else
-		fd = dev_reopen_locked(stale);
+	fd = dev_reopen_locked(stale);
 	pthread_mutex_unlock(&dev_lock);
 	return fd;
 }
