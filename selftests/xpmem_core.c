@@ -1,0 +1,1225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xpmem_core - selftests of xpmem.ko through the raw classic ioctl ABI.
+ *
+ * Runs as root inside the test VM with the module loaded; skips when
+ * /dev/xpmem is absent.  Every multi-process test forks, synchronises over
+ * pipes and checks exit statuses.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <grp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "xpmem_uapi.h"
+
+#define PAGE		4096UL
+#define STATS_DIR	"/sys/class/misc/xpmem/stats/"
+
+/* ---- raw ioctl wrappers: 0 or -errno ------------------------------------ */
+
+static int xp_open(void)
+{
+	return open(XPMEM_DEV_PATH, O_RDWR | O_CLOEXEC);
+}
+
+static int xp_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+static int xp_make(int fd, void *addr, size_t size, int mode,
+		   xpmem_segid_t *segid)
+{
+	struct xpmem_cmd_make c = {
+		.vaddr = (uintptr_t)addr, .size = size,
+		.permit_type = XPMEM_PERMIT_MODE, .permit_value = mode,
+	};
+	int ret = xp_ioctl(fd, XPMEM_CMD_MAKE, &c);
+
+	*segid = c.segid;
+	return ret;
+}
+
+static int xp_get(int fd, xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
+{
+	struct xpmem_cmd_get c = {
+		.segid = segid, .flags = flags,
+		.permit_type = XPMEM_PERMIT_MODE,
+	};
+	int ret = xp_ioctl(fd, XPMEM_CMD_GET, &c);
+
+	*apid = c.apid;
+	return ret;
+}
+
+static int xp_attach(int fd, xpmem_apid_t apid, off_t off, size_t size,
+		     void *want, void **out)
+{
+	struct xpmem_cmd_attach c = {
+		.apid = apid, .offset = off, .size = size,
+		.vaddr = (uintptr_t)want, .fd = fd,
+	};
+	int ret = xp_ioctl(fd, XPMEM_CMD_ATTACH, &c);
+
+	*out = (void *)(uintptr_t)c.vaddr;
+	return ret;
+}
+
+static int xp_detach(int fd, void *addr)
+{
+	struct xpmem_cmd_detach c = { .vaddr = (uintptr_t)addr };
+
+	return xp_ioctl(fd, XPMEM_CMD_DETACH, &c);
+}
+
+static int xp_release(int fd, xpmem_apid_t apid)
+{
+	struct xpmem_cmd_release c = { .apid = apid };
+
+	return xp_ioctl(fd, XPMEM_CMD_RELEASE, &c);
+}
+
+static int xp_remove(int fd, xpmem_segid_t segid)
+{
+	struct xpmem_cmd_remove c = { .segid = segid };
+
+	return xp_ioctl(fd, XPMEM_CMD_REMOVE, &c);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static long stat_read(const char *name)
+{
+	char path[128], buf[32] = "";
+	long v = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), STATS_DIR "%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	if (read(fd, buf, sizeof(buf) - 1) > 0)
+		v = strtol(buf, NULL, 10);
+	close(fd);
+	return v;
+}
+
+static sigjmp_buf probe_env;
+
+static void probe_handler(int sig)
+{
+	siglongjmp(probe_env, sig);
+}
+
+/* Touch @p; return 0, or the signal (SIGBUS/SIGSEGV) the access raised. */
+static int probe(volatile char *p, int write, char val)
+{
+	struct sigaction sa = { .sa_handler = probe_handler }, obus, osegv;
+	int sig;
+
+	sigaction(SIGBUS, &sa, &obus);
+	sigaction(SIGSEGV, &sa, &osegv);
+	sig = sigsetjmp(probe_env, 1);
+	if (!sig) {
+		if (write)
+			*p = val;
+		else
+			(void)*p;
+	}
+	sigaction(SIGBUS, &obus, NULL);
+	sigaction(SIGSEGV, &osegv, NULL);
+	return sig;
+}
+
+static void fill(void *p, size_t len, unsigned int seed)
+{
+	unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		c[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 12));
+}
+
+static int check(const void *p, size_t len, unsigned int seed)
+{
+	const unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (c[i] != (unsigned char)(seed * 131 + i * 7 + (i >> 12)))
+			return -1;
+	return 0;
+}
+
+static int all_bytes(const void *p, size_t len, unsigned char v)
+{
+	const unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (c[i] != v)
+			return -1;
+	return 0;
+}
+
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* A one-byte message channel between two processes. */
+struct chan {
+	int to_child[2];
+	int to_parent[2];
+};
+
+static int chan_init(struct chan *c)
+{
+	if (pipe(c->to_child) || pipe(c->to_parent))
+		return -1;
+	return 0;
+}
+
+static int send_msg(int fd, const void *buf, size_t len)
+{
+	return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+static int recv_msg(int fd, void *buf, size_t len)
+{
+	return read(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+/* Wait for @pid; return its exit code, 128 + signal, or -1. */
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -1;
+}
+
+/* In a child: open the device, GET and ATTACH; 0 or a line number. */
+static int child_attach(xpmem_segid_t segid, int flags, off_t off,
+			size_t size, int *fdp, xpmem_apid_t *apidp, char **addr)
+{
+	void *a;
+
+	*fdp = xp_open();
+	if (*fdp < 0)
+		return __LINE__;
+	if (xp_get(*fdp, segid, flags, apidp))
+		return __LINE__;
+	if (xp_attach(*fdp, *apidp, off, size, NULL, &a))
+		return __LINE__;
+	*addr = a;
+	return 0;
+}
+
+/* ---- fixture ------------------------------------------------------------ */
+
+FIXTURE(xpmem)
+{
+	int fd;
+	long segs, permits, atts;
+};
+
+FIXTURE_SETUP(xpmem)
+{
+	self->fd = xp_open();
+	if (self->fd < 0)
+		SKIP(return, "no %s (module not loaded)", XPMEM_DEV_PATH);
+	self->segs = stat_read("segments");
+	self->permits = stat_read("permits");
+	self->atts = stat_read("attachments");
+}
+
+FIXTURE_TEARDOWN(xpmem)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+#define ASSERT_COUNTERS_AT_BASE() do {					\
+	ASSERT_EQ(self->segs, stat_read("segments"));			\
+	ASSERT_EQ(self->permits, stat_read("permits"));			\
+	ASSERT_EQ(self->atts, stat_read("attachments"));		\
+} while (0)
+
+TEST_F(xpmem, version)
+{
+	int v = ioctl(self->fd, XPMEM_CMD_VERSION, NULL);
+
+	ASSERT_GT(v, 0);
+	ASSERT_GE(stat_read("segments"), 0);
+}
+
+/* Owner and attacher see each other's writes, byte for byte. */
+TEST_F(xpmem, two_way_exchange)
+{
+	const size_t len = 8 * PAGE;
+	xpmem_segid_t segid;
+	struct chan ch;
+	char *buf, m;
+	pid_t pid;
+
+	buf = map_anon(len);
+	ASSERT_NE(NULL, buf);
+	fill(buf, len, 1);
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	ASSERT_GT(segid, 0);
+	ASSERT_EQ(0, chan_init(&ch));
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		xpmem_apid_t apid;
+		char *a;
+		int fd, r;
+
+		r = child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a);
+		if (r)
+			_exit(1);
+		if (check(a, len, 1))
+			_exit(2);
+		fill(a + 3 * PAGE, PAGE, 2);
+		send_msg(ch.to_parent[1], "w", 1);
+		recv_msg(ch.to_child[0], &m, 1);
+		if (all_bytes(a, PAGE, 0x5a))
+			_exit(3);
+		if (xp_detach(fd, a + PAGE) || xp_release(fd, apid))
+			_exit(4);
+		_exit(0);
+	}
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1));
+	ASSERT_EQ(0, check(buf + 3 * PAGE, PAGE, 2));
+	memset(buf, 0x5a, PAGE);
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "r", 1));
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(-ENOENT, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+/* Several attachers at once, each writing its own page. */
+TEST_F(xpmem, many_attachers)
+{
+	const int n = 6;
+	const size_t len = n * PAGE;
+	xpmem_segid_t segid;
+	pid_t pids[6];
+	struct chan ch;
+	char *buf, m;
+	int i;
+
+	buf = map_anon(len);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0, len);
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	ASSERT_EQ(0, chan_init(&ch));
+
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		ASSERT_GE(pids[i], 0);
+		if (pids[i] == 0) {
+			xpmem_apid_t apid;
+			char *a;
+			int fd;
+
+			if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid,
+					 &a))
+				_exit(1);
+			memset(a + i * PAGE, 'A' + i, PAGE);
+			send_msg(ch.to_parent[1], "d", 1);
+			/* stay attached until everyone has written */
+			recv_msg(ch.to_child[0], &m, 1);
+			for (int j = 0; j < n; j++)
+				if (all_bytes(a + j * PAGE, PAGE, 'A' + j))
+					_exit(2);
+			_exit(0);
+		}
+	}
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1));
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, all_bytes(buf + i * PAGE, PAGE, 'A' + i));
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, send_msg(ch.to_child[1], "g", 1));
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, wait_child(pids[i]));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+/* XPMEM_MAXADDR_SIZE exports everything; a hole faults with SIGBUS. */
+TEST_F(xpmem, whole_address_space_with_hole)
+{
+	xpmem_segid_t segid;
+	struct chan ch;
+	char *buf, m;
+	pid_t pid;
+
+	buf = map_anon(3 * PAGE);
+	ASSERT_NE(NULL, buf);
+	fill(buf, 3 * PAGE, 7);
+	ASSERT_EQ(0, munmap(buf + PAGE, PAGE));
+	ASSERT_EQ(0, xp_make(self->fd, NULL, XPMEM_MAXADDR_SIZE, 0600,
+			     &segid));
+	ASSERT_EQ(0, chan_init(&ch));
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		xpmem_apid_t apid;
+		char *a;
+		int fd;
+
+		if (child_attach(segid, XPMEM_RDWR, (uintptr_t)buf, 3 * PAGE,
+				 &fd, &apid, &a))
+			_exit(1);
+		if (check(a, PAGE, 7))
+			_exit(2);
+		if (probe(a + PAGE, 0, 0) != SIGBUS)
+			_exit(3);
+		if (probe(a + 2 * PAGE, 0, 0))
+			_exit(4);
+		for (size_t i = 0; i < PAGE; i++)
+			if ((unsigned char)a[2 * PAGE + i] !=
+			    (unsigned char)(7 * 131 + (2 * PAGE + i) * 7 + 2))
+				_exit(5);
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	(void)m;
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, PAGE);
+	munmap(buf + 2 * PAGE, PAGE);
+}
+
+/* Malformed requests fail with the documented errno, one at a time. */
+TEST_F(xpmem, invalid_arguments)
+{
+	const size_t len = 4 * PAGE;
+	struct xpmem_cmd_make mk;
+	struct xpmem_cmd_get g;
+	struct xpmem_cmd_attach at;
+	xpmem_segid_t segid, s2;
+	xpmem_apid_t apid, a2;
+	char *buf;
+	void *a;
+
+	buf = map_anon(len);
+	ASSERT_NE(NULL, buf);
+
+	/* MAKE */
+	ASSERT_EQ(-EINVAL, xp_make(self->fd, buf + 1, PAGE, 0600, &s2));
+	ASSERT_EQ(-EINVAL, xp_make(self->fd, buf, 0, 0600, &s2));
+	ASSERT_EQ(-EINVAL, xp_make(self->fd, buf, PAGE + 1, 0600, &s2));
+	ASSERT_EQ(-EINVAL, xp_make(self->fd, buf, -2 * PAGE, 0600, &s2));
+	ASSERT_EQ(-EINVAL, xp_make(self->fd, buf, PAGE, 01000, &s2));
+	mk = (struct xpmem_cmd_make){ .vaddr = (uintptr_t)buf, .size = PAGE,
+		.permit_type = 2, .permit_value = 0600 };
+	ASSERT_EQ(-EINVAL, xp_ioctl(self->fd, XPMEM_CMD_MAKE, &mk));
+	ASSERT_EQ(-EFAULT, xp_ioctl(self->fd, XPMEM_CMD_MAKE, (void *)8));
+
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+
+	/* GET */
+	ASSERT_EQ(-EINVAL, xp_get(self->fd, segid, 0, &a2));
+	ASSERT_EQ(-EINVAL, xp_get(self->fd, segid, 3, &a2));
+	ASSERT_EQ(-ENOENT, xp_get(self->fd, segid ^ 0x10000, XPMEM_RDWR, &a2));
+	ASSERT_EQ(-EINVAL, xp_get(self->fd, -5, XPMEM_RDWR, &a2));
+	g = (struct xpmem_cmd_get){ .segid = segid, .flags = XPMEM_RDWR,
+		.permit_type = 7 };
+	ASSERT_EQ(-EINVAL, xp_ioctl(self->fd, XPMEM_CMD_GET, &g));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_GT(apid, 0);
+
+	/* ATTACH */
+	ASSERT_EQ(-EINVAL, xp_attach(self->fd, apid, 1, PAGE, NULL, &a));
+	ASSERT_EQ(-EINVAL, xp_attach(self->fd, apid, len, PAGE, NULL, &a));
+	ASSERT_EQ(-EINVAL, xp_attach(self->fd, apid, PAGE, len, NULL, &a));
+	ASSERT_EQ(-EINVAL, xp_attach(self->fd, apid, 0, 0, NULL, &a));
+	ASSERT_EQ(-EINVAL, xp_attach(self->fd, apid, 0, -PAGE, NULL, &a));
+	ASSERT_EQ(-EINVAL, xp_attach(self->fd, apid, 0, PAGE,
+				     (void *)(0x10000 + 5), &a));
+	ASSERT_EQ(-ENOENT, xp_attach(self->fd, apid ^ 0x10000, 0, PAGE, NULL,
+				     &a));
+	at = (struct xpmem_cmd_attach){ .apid = apid, .size = PAGE,
+		.flags = 1 };
+	ASSERT_EQ(-EINVAL, xp_ioctl(self->fd, XPMEM_CMD_ATTACH, &at));
+	/* the last page exactly is fine */
+	ASSERT_EQ(0, xp_attach(self->fd, apid, len - PAGE, PAGE, NULL, &a));
+	ASSERT_EQ(0, probe(a, 1, 'z'));
+	ASSERT_EQ('z', buf[len - PAGE]);
+	ASSERT_EQ(0, xp_detach(self->fd, a));
+
+	/* DETACH, RELEASE, REMOVE, unknown command */
+	ASSERT_EQ(-EINVAL, xp_detach(self->fd, buf));
+	ASSERT_EQ(-ENOENT, xp_release(self->fd, apid ^ 0x10000));
+	ASSERT_EQ(-ENOENT, xp_remove(self->fd, segid ^ 0x10000));
+	ASSERT_EQ(-ENOTTY, xp_ioctl(self->fd, _IO('x', 42), NULL));
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(-ENOENT, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+/* The classic structs, built by hand at the historical offsets. */
+TEST_F(xpmem, classic_abi_layout)
+{
+	unsigned char mk[40], g[32], at[40], dt[8], rl[8], rm[8];
+	uint64_t u, segid, apid, vaddr;
+	int i32;
+	char *buf;
+
+	ASSERT_EQ(40, sizeof(struct xpmem_cmd_make));
+	ASSERT_EQ(32, offsetof(struct xpmem_cmd_make, segid));
+	ASSERT_EQ(32, sizeof(struct xpmem_cmd_get));
+	ASSERT_EQ(24, offsetof(struct xpmem_cmd_get, apid));
+	ASSERT_EQ(40, sizeof(struct xpmem_cmd_attach));
+	ASSERT_EQ(36, offsetof(struct xpmem_cmd_attach, flags));
+	ASSERT_EQ(0x7800, XPMEM_CMD_VERSION);
+	ASSERT_EQ(0x7808, XPMEM_CMD_FORK_END);
+
+	buf = map_anon(PAGE);
+	ASSERT_NE(NULL, buf);
+	strcpy(buf, "classic");
+
+	memset(mk, 0, sizeof(mk));
+	u = (uintptr_t)buf;
+	memcpy(mk + 0, &u, 8);
+	u = PAGE;
+	memcpy(mk + 8, &u, 8);
+	i32 = XPMEM_PERMIT_MODE;
+	memcpy(mk + 16, &i32, 4);
+	u = 0600;
+	memcpy(mk + 24, &u, 8);
+	ASSERT_EQ(0, ioctl(self->fd, _IO('x', 1), mk));
+	memcpy(&segid, mk + 32, 8);
+	ASSERT_GT((int64_t)segid, 0);
+
+	memset(g, 0, sizeof(g));
+	memcpy(g + 0, &segid, 8);
+	i32 = XPMEM_RDWR;
+	memcpy(g + 8, &i32, 4);
+	i32 = XPMEM_PERMIT_MODE;
+	memcpy(g + 12, &i32, 4);
+	ASSERT_EQ(0, ioctl(self->fd, _IO('x', 3), g));
+	memcpy(&apid, g + 24, 8);
+	ASSERT_GT((int64_t)apid, 0);
+
+	memset(at, 0, sizeof(at));
+	memcpy(at + 0, &apid, 8);
+	u = PAGE;
+	memcpy(at + 16, &u, 8);
+	memcpy(at + 32, &self->fd, 4);
+	ASSERT_EQ(0, ioctl(self->fd, _IO('x', 5), at));
+	memcpy(&vaddr, at + 24, 8);
+	ASSERT_NE(0, vaddr);
+	ASSERT_EQ(0, strcmp((char *)(uintptr_t)vaddr, "classic"));
+
+	ASSERT_EQ(0, ioctl(self->fd, _IO('x', 7), NULL));
+	ASSERT_EQ(0, ioctl(self->fd, _IO('x', 8), NULL));
+	memcpy(dt, &vaddr, 8);
+	ASSERT_EQ(0, ioctl(self->fd, _IO('x', 6), dt));
+	memcpy(rl, &apid, 8);
+	ASSERT_EQ(0, ioctl(self->fd, _IO('x', 4), rl));
+	memcpy(rm, &segid, 8);
+	ASSERT_EQ(0, ioctl(self->fd, _IO('x', 2), rm));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, PAGE);
+}
+
+/* A child that inherited the fd but never opened the device: NOPROC. */
+TEST_F(xpmem, noproc_after_fork)
+{
+	pid_t pid = fork();
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		xpmem_segid_t s;
+		char *b = map_anon(PAGE);
+		int fd;
+
+		if (!b)
+			_exit(1);
+		if (xp_make(self->fd, b, PAGE, 0600, &s) != -XPMEM_ERRNO_NOPROC)
+			_exit(2);
+		fd = xp_open();
+		if (fd < 0 || xp_make(fd, b, PAGE, 0600, &s))
+			_exit(3);
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_COUNTERS_AT_BASE();
+}
+
+struct perm_case {
+	int mode;
+	uid_t uid;
+	gid_t gid;
+	int rdonly_ok;
+	int rdwr_ok;
+};
+
+/* Owner is uid/gid 1000; accessors: same uid, same group, other, root. */
+TEST_F(xpmem, permission_matrix)
+{
+	static const struct perm_case cases[] = {
+		{ 0600, 1000, 1000, 1, 1 }, { 0600, 1001, 1000, 0, 0 },
+		{ 0600, 1002, 1002, 0, 0 }, { 0640, 1000, 1000, 1, 1 },
+		{ 0640, 1001, 1000, 1, 0 }, { 0640, 1002, 1002, 0, 0 },
+		{ 0666, 1001, 1000, 1, 1 }, { 0666, 1002, 1002, 1, 1 },
+		{ 0604, 1002, 1002, 1, 0 }, { 0000, 0, 0, 1, 1 },
+	};
+	struct chan ch;
+	unsigned int i;
+	pid_t owner;
+	char m;
+
+	ASSERT_EQ(0, chan_init(&ch));
+	owner = fork();
+	ASSERT_GE(owner, 0);
+	if (owner == 0) {
+		xpmem_segid_t segs[10];
+		char *b;
+		int fd;
+
+		if (setgroups(0, NULL) || setgid(1000) || setuid(1000))
+			_exit(1);
+		fd = xp_open();
+		b = map_anon(PAGE);
+		if (fd < 0 || !b)
+			_exit(2);
+		for (i = 0; i < ARRAY_SIZE(cases); i++)
+			if (xp_make(fd, b, PAGE, cases[i].mode, &segs[i]))
+				_exit(3);
+		send_msg(ch.to_parent[1], segs, sizeof(segs));
+		recv_msg(ch.to_child[0], &m, 1);
+		_exit(0);
+	}
+	{
+		xpmem_segid_t segs[10];
+
+		ASSERT_EQ(0, recv_msg(ch.to_parent[0], segs, sizeof(segs)));
+		for (i = 0; i < ARRAY_SIZE(cases); i++) {
+			const struct perm_case *c = &cases[i];
+			pid_t pid = fork();
+
+			ASSERT_GE(pid, 0);
+			if (pid == 0) {
+				xpmem_apid_t apid;
+				int fd, r1, r2;
+
+				if (c->uid && (setgroups(0, NULL) ||
+					       setgid(c->gid) ||
+					       setuid(c->uid)))
+					_exit(1);
+				fd = xp_open();
+				if (fd < 0)
+					_exit(2);
+				r1 = xp_get(fd, segs[i], XPMEM_RDONLY, &apid);
+				r2 = xp_get(fd, segs[i], XPMEM_RDWR, &apid);
+				if (r1 != (c->rdonly_ok ? 0 : -EACCES))
+					_exit(3);
+				if (r2 != (c->rdwr_ok ? 0 : -EACCES))
+					_exit(4);
+				_exit(0);
+			}
+			EXPECT_EQ(0, wait_child(pid)) {
+				TH_LOG("mode %o uid %u gid %u", c->mode,
+				       c->uid, c->gid);
+			}
+		}
+	}
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "x", 1));
+	ASSERT_EQ(0, wait_child(owner));
+	ASSERT_COUNTERS_AT_BASE();
+}
+
+/* RDONLY: reads work, writes SIGSEGV, mprotect cannot add write. */
+TEST_F(xpmem, rdonly_attachment)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *buf, *a;
+	void *va;
+
+	buf = map_anon(2 * PAGE);
+	ASSERT_NE(NULL, buf);
+	fill(buf, 2 * PAGE, 3);
+	ASSERT_EQ(0, xp_make(self->fd, buf, 2 * PAGE, 0644, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDONLY, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, 2 * PAGE, NULL, &va));
+	a = va;
+	ASSERT_EQ(0, check(a, 2 * PAGE, 3));
+	ASSERT_EQ(SIGSEGV, probe(a, 1, 1));
+	ASSERT_EQ(SIGSEGV, probe(a + PAGE, 1, 1));
+	ASSERT_NE(0, mprotect(a, 2 * PAGE, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(EACCES, errno);
+	ASSERT_EQ(0, check(buf, 2 * PAGE, 3));
+	/* the owner's later writes are still seen */
+	buf[5] = 0x11;
+	ASSERT_EQ(0x11, a[5]);
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	/* release unmapped the attachment */
+	ASSERT_EQ(SIGSEGV, probe(a, 0, 0));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, 2 * PAGE);
+}
+
+/*
+ * Owner-side changes reach the attacher: munmap + new mmap at the same
+ * address, MADV_DONTNEED, fork followed by a write (COW), mprotect.
+ * The attacher (child) reads after each step on command.
+ */
+TEST_F(xpmem, owner_changes_are_mirrored)
+{
+	const size_t len = 4 * PAGE;
+	xpmem_segid_t segid;
+	struct chan ch;
+	char *buf, *nb, m, r;
+	pid_t pid, cow;
+
+	buf = map_anon(len);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'a', len);
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	ASSERT_EQ(0, chan_init(&ch));
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		xpmem_apid_t apid;
+		char *a;
+		int fd;
+
+		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
+			_exit(1);
+		/* each command: expected byte of every page */
+		while (recv_msg(ch.to_child[0], &m, 1) == 0 && m) {
+			r = all_bytes(a, len, (unsigned char)m) ? 'F' : 'K';
+			send_msg(ch.to_parent[1], &r, 1);
+		}
+		_exit(0);
+	}
+#define ATTACHER_SEES(c) do {						\
+	m = (c);							\
+	ASSERT_EQ(0, send_msg(ch.to_child[1], &m, 1));			\
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &r, 1));			\
+	ASSERT_EQ('K', r) TH_LOG("attacher did not see '%c'", c);	\
+} while (0)
+
+	ATTACHER_SEES('a');
+
+	/* munmap + mmap at the same address */
+	ASSERT_EQ(0, munmap(buf, len));
+	nb = mmap(buf, len, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ASSERT_EQ(buf, nb);
+	memset(buf, 'b', len);
+	ATTACHER_SEES('b');
+
+	/* MADV_DONTNEED: zeros */
+	ASSERT_EQ(0, madvise(buf, len, MADV_DONTNEED));
+	ATTACHER_SEES(0);
+	memset(buf, 'c', len);
+	ATTACHER_SEES('c');
+
+	/* fork, then the owner writes: the owner's copy, not the child's */
+	cow = fork();
+	ASSERT_GE(cow, 0);
+	if (cow == 0) {
+		char x;
+
+		recv_msg(ch.to_child[0], &x, 1);
+		_exit(all_bytes(buf, len, 'c') ? 1 : 0);
+	}
+	memset(buf, 'd', len);
+	ATTACHER_SEES('d');
+	/* the COW child still has the old data */
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "q", 1));
+	ASSERT_EQ(0, wait_child(cow));
+
+	/* mprotect round trip keeps the mirror coherent */
+	ASSERT_EQ(0, mprotect(buf, len, PROT_READ));
+	ASSERT_EQ(0, mprotect(buf, len, PROT_READ | PROT_WRITE));
+	memset(buf, 'e', len);
+	ATTACHER_SEES('e');
+
+	m = 0;
+	/* a zero byte ends the attacher loop */
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "\0", 1));
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+/* Page migration between NUMA nodes: the attacher follows the page. */
+TEST_F(xpmem, numa_migration)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	int node = 1, status = -1;
+	char *buf, *a;
+	void *page, *va;
+
+	if (access("/sys/devices/system/node/node1", F_OK))
+		SKIP(return, "VM has a single NUMA node");
+	buf = map_anon(PAGE);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'm', PAGE);
+	ASSERT_EQ(0, xp_make(self->fd, buf, PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, PAGE, NULL, &va));
+	a = va;
+	ASSERT_EQ('m', a[0]);
+
+	/* query, then move to the other node */
+	page = buf;
+	ASSERT_EQ(0, syscall(SYS_move_pages, 0, 1, &page, NULL, &status, 0));
+	node = status == 0 ? 1 : 0;
+	ASSERT_EQ(0, syscall(SYS_move_pages, 0, 1, &page, &node, &status, 0));
+	ASSERT_EQ(node, status);
+	/* the owner writes to the new page; a stale mapping would miss it */
+	buf[0] = 'n';
+	ASSERT_EQ('n', a[0]);
+	a[1] = 'o';
+	ASSERT_EQ('o', buf[1]);
+	ASSERT_EQ(0, xp_detach(self->fd, a));
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, PAGE);
+}
+
+/* The owner exits: the attacher gets SIGBUS, and can still clean up. */
+TEST_F(xpmem, owner_exit_sigbus)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	struct chan ch;
+	pid_t owner;
+	char *a, m;
+	void *va;
+
+	ASSERT_EQ(0, chan_init(&ch));
+	owner = fork();
+	ASSERT_GE(owner, 0);
+	if (owner == 0) {
+		char *b = map_anon(2 * PAGE);
+		xpmem_segid_t s;
+		int fd = xp_open();
+
+		if (fd < 0 || !b)
+			_exit(1);
+		memset(b, 'o', 2 * PAGE);
+		if (xp_make(fd, b, 2 * PAGE, 0600, &s))
+			_exit(2);
+		send_msg(ch.to_parent[1], &s, sizeof(s));
+		recv_msg(ch.to_child[0], &m, 1);
+		_exit(0);
+	}
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &segid, sizeof(segid)));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, 2 * PAGE, NULL, &va));
+	a = va;
+	ASSERT_EQ('o', a[0]);
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "x", 1));
+	ASSERT_EQ(0, wait_child(owner));
+	ASSERT_EQ(SIGBUS, probe(a, 0, 0));
+	ASSERT_EQ(SIGBUS, probe(a + PAGE, 1, 1));
+	ASSERT_EQ(-ENOENT, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_detach(self->fd, a));
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_COUNTERS_AT_BASE();
+}
+
+/* REMOVE while attached: SIGBUS for the attacher, ENOENT for new GETs. */
+TEST_F(xpmem, remove_while_attached)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid, a2;
+	char *buf, *a;
+	void *va;
+
+	buf = map_anon(PAGE);
+	ASSERT_NE(NULL, buf);
+	buf[0] = 'r';
+	ASSERT_EQ(0, xp_make(self->fd, buf, PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, PAGE, NULL, &va));
+	a = va;
+	ASSERT_EQ('r', a[0]);
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(SIGBUS, probe(a, 0, 0));
+	ASSERT_EQ(-ENOENT, xp_get(self->fd, segid, XPMEM_RDWR, &a2));
+	ASSERT_EQ(-ENOENT, xp_attach(self->fd, apid, 0, PAGE, NULL, &va));
+	ASSERT_EQ('r', buf[0]);
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, PAGE);
+}
+
+/* Attachers that exit or are killed with live attachments leak nothing. */
+TEST_F(xpmem, attacher_exit_and_kill)
+{
+	const size_t len = 4 * PAGE;
+	xpmem_segid_t segid;
+	struct chan ch;
+	char *buf, m;
+	int k;
+
+	buf = map_anon(len);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'k', len);
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	ASSERT_EQ(0, chan_init(&ch));
+
+	for (k = 0; k < 2; k++) {
+		pid_t pid = fork();
+
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			xpmem_apid_t apid;
+			char *a;
+			int fd;
+
+			if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid,
+					 &a))
+				_exit(1);
+			a[0] = 'K';
+			send_msg(ch.to_parent[1], "a", 1);
+			if (k == 0)
+				_exit(0);	/* exit with everything live */
+			for (;;)
+				pause();
+		}
+		ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1));
+		ASSERT_EQ('K', buf[0]);
+		buf[0] = 'k';
+		if (k == 1) {
+			ASSERT_EQ(0, kill(pid, SIGKILL));
+			ASSERT_EQ(128 + SIGKILL, wait_child(pid));
+		} else {
+			ASSERT_EQ(0, wait_child(pid));
+		}
+		ASSERT_EQ(self->permits, stat_read("permits"));
+		ASSERT_EQ(self->atts, stat_read("attachments"));
+	}
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+/* munmap of an attachment is an implicit detach; children inherit none. */
+TEST_F(xpmem, munmap_detaches_and_fork_does_not_inherit)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *buf, *a;
+	void *va;
+	pid_t pid;
+
+	buf = map_anon(2 * PAGE);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'u', 2 * PAGE);
+	ASSERT_EQ(0, xp_make(self->fd, buf, 2 * PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, 2 * PAGE, NULL, &va));
+	a = va;
+	ASSERT_EQ('u', a[PAGE]);
+	ASSERT_EQ(self->atts + 1, stat_read("attachments"));
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(probe(a, 0, 0) == SIGSEGV ? 0 : 1);
+	ASSERT_EQ(0, wait_child(pid));
+
+	/* a partial munmap keeps the rest; the last one detaches */
+	ASSERT_EQ(0, munmap(a, PAGE));
+	ASSERT_EQ('u', a[PAGE]);
+	ASSERT_EQ(self->atts + 1, stat_read("attachments"));
+	ASSERT_EQ(0, munmap(a + PAGE, PAGE));
+	ASSERT_EQ(self->atts, stat_read("attachments"));
+	ASSERT_EQ(-EINVAL, xp_detach(self->fd, a));
+
+	/* attaching at a fixed address */
+	va = mmap(NULL, 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		  0);
+	ASSERT_NE(MAP_FAILED, va);
+	ASSERT_EQ(0, xp_attach(self->fd, apid, PAGE, PAGE, (char *)va + PAGE,
+			       &va));
+	ASSERT_EQ('u', *(char *)va);
+	ASSERT_EQ(0, xp_detach(self->fd, va));
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, 2 * PAGE);
+}
+
+static long sys_futex(void *addr, int op, int val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+/*
+ * GUP on attachments of shared memory (memfd): shared futex wait/wake
+ * across owner and attacher, vmsplice, process_vm_readv.  On anonymous
+ * memory private futexes work.
+ */
+TEST_F(xpmem, futex_and_gup_on_shmem)
+{
+	const size_t len = 2 * PAGE;
+	xpmem_segid_t segid;
+	struct chan ch;
+	char *buf, m;
+	pid_t pid;
+	int mfd;
+
+	mfd = memfd_create("xpmem-test", MFD_CLOEXEC);
+	ASSERT_GE(mfd, 0);
+	ASSERT_EQ(0, ftruncate(mfd, len));
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	memset(buf, 0, len);
+	fill(buf + PAGE, PAGE, 9);
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	ASSERT_EQ(0, chan_init(&ch));
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct timespec ts = { .tv_sec = 20 };
+		char out[PAGE], *a;
+		struct iovec l, rv;
+		xpmem_apid_t apid;
+		int fd, p[2];
+
+		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
+			_exit(1);
+		/* process_vm_readv goes through GUP */
+		l = (struct iovec){ out, PAGE };
+		rv = (struct iovec){ a + PAGE, PAGE };
+		if (process_vm_readv(getpid(), &l, 1, &rv, 1, 0) != PAGE ||
+		    check(out, PAGE, 9))
+			_exit(2);
+		/* vmsplice the attachment into a pipe */
+		if (pipe(p))
+			_exit(3);
+		l = (struct iovec){ a + PAGE, PAGE };
+		if (vmsplice(p[1], &l, 1, 0) != PAGE)
+			_exit(4);
+		if (read(p[0], out, PAGE) != PAGE || check(out, PAGE, 9))
+			_exit(5);
+		/* read(2) into the attachment */
+		if (write(p[1], "pipe", 4) != 4 || read(p[0], a + 16, 4) != 4 ||
+		    memcmp(buf + 16, "pipe", 4))
+			_exit(6);
+		/* shared futex: wait here, woken by the owner */
+		send_msg(ch.to_parent[1], "w", 1);
+		while (__atomic_load_n((int *)a, __ATOMIC_ACQUIRE) == 0) {
+			long r = sys_futex(a, FUTEX_WAIT, 0, &ts);
+
+			if (r && errno != EAGAIN && errno != EINTR)
+				_exit(7);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1));
+	/* the attacher is about to sleep: wake until someone was woken */
+	__atomic_store_n((int *)buf, 1, __ATOMIC_RELEASE);
+	{
+		long woken = 0;
+		int tries;
+
+		for (tries = 0; tries < 2000000 && woken == 0; tries++) {
+			woken = sys_futex(buf, FUTEX_WAKE, 1, NULL);
+			ASSERT_GE(woken, 0);
+			if (waitpid(pid, NULL, WNOHANG) == pid)
+				TH_LOG("attacher ended without being woken");
+			sched_yield();
+		}
+		ASSERT_EQ(1, woken);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+	close(mfd);
+}
+
+TEST_F(xpmem, private_futex_on_anon)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	int *buf, *a;
+	void *va;
+
+	buf = map_anon(PAGE);
+	ASSERT_NE(NULL, buf);
+	buf[0] = 5;
+	ASSERT_EQ(0, xp_make(self->fd, buf, PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, PAGE, NULL, &va));
+	a = va;
+	ASSERT_EQ(0, sys_futex(a, FUTEX_WAKE_PRIVATE, 1, NULL));
+	ASSERT_EQ(-1, sys_futex(a, FUTEX_WAIT_PRIVATE, 4, NULL));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, PAGE);
+}
+
+/* Segments live in their IPC namespace. */
+TEST_F(xpmem, other_ipc_namespace)
+{
+	xpmem_segid_t segid;
+	char *buf;
+	pid_t pid;
+
+	buf = map_anon(PAGE);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, xp_make(self->fd, buf, PAGE, 0666, &segid));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		xpmem_apid_t apid;
+		int fd;
+
+		fd = xp_open();
+		if (fd < 0 || xp_get(fd, segid, XPMEM_RDONLY, &apid))
+			_exit(1);	/* same namespace: visible */
+		if (unshare(CLONE_NEWIPC))
+			_exit(2);
+		fd = xp_open();
+		if (fd < 0)
+			_exit(3);
+		_exit(xp_get(fd, segid, XPMEM_RDONLY, &apid) == -ENOENT ? 0 :
+		      4);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, PAGE);
+}
+
+/* 1000 attach/touch/detach cycles leave the object counters unchanged. */
+TEST_F(xpmem, attach_detach_cycles)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *buf;
+	void *va;
+	int i;
+
+	buf = map_anon(4 * PAGE);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'y', 4 * PAGE);
+	ASSERT_EQ(0, xp_make(self->fd, buf, 4 * PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	for (i = 0; i < 1000; i++) {
+		ASSERT_EQ(0, xp_attach(self->fd, apid, (i % 4) * PAGE, PAGE,
+				       NULL, &va));
+		ASSERT_EQ('y', *(volatile char *)va);
+		ASSERT_EQ(0, xp_detach(self->fd, va));
+	}
+	ASSERT_EQ(self->atts, stat_read("attachments"));
+	ASSERT_EQ(self->permits + 1, stat_read("permits"));
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, 4 * PAGE);
+}
+
+/* Closing the device fd removes segments and releases permits. */
+TEST_F(xpmem, close_cleans_up)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *buf, *a;
+	void *va;
+	int fd;
+
+	fd = xp_open();
+	ASSERT_GE(fd, 0);
+	buf = map_anon(PAGE);
+	ASSERT_NE(NULL, buf);
+	buf[0] = 'c';
+	ASSERT_EQ(0, xp_make(fd, buf, PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(fd, apid, 0, PAGE, NULL, &va));
+	a = va;
+	ASSERT_EQ('c', a[0]);
+	ASSERT_EQ(0, close(fd));
+	/* the attachment stays mapped but has lost its memory */
+	ASSERT_EQ(SIGBUS, probe(a, 0, 0));
+	ASSERT_EQ(-ENOENT, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(self->segs, stat_read("segments"));
+	ASSERT_EQ(self->permits, stat_read("permits"));
+	ASSERT_EQ(0, munmap(a, PAGE));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, PAGE);
+}
+
+/* Attaching one's own segment works and sees one's own writes. */
+TEST_F(xpmem, self_attach)
+{
+	const size_t len = 64 * PAGE;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *buf, *a;
+	void *va;
+
+	buf = map_anon(len);
+	ASSERT_NE(NULL, buf);
+	fill(buf, len, 4);
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, len, NULL, &va));
+	a = va;
+	ASSERT_EQ(0, check(a, len, 4));
+	fill(a, len, 5);
+	ASSERT_EQ(0, check(buf, len, 5));
+	ASSERT_EQ(0, xp_detach(self->fd, a));
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+TEST_HARNESS_MAIN
