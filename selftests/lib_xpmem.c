@@ -26,6 +26,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xpmem.h>
@@ -37,6 +38,7 @@
 #define NTHREADS	8
 #define NTHREAD_ITERS	20
 #define LEAK_CYCLES	30
+#define FIRST_TOUCH_MB	32
 #define PROBE_ENV	"XPMEM_LIBTEST_PROBE"
 
 /* Exit codes of helper children. */
@@ -1188,6 +1190,80 @@ TEST_F(lib, hugetlb_alloc_falls_back)
 	at = get_attach(segid, XPMEM_RDWR, 3 * page, &apid);
 	ASSERT_NE(NULL, at);
 	ASSERT_EQ(0, check(at, 3 * page, 71));
+	ASSERT_EQ(0, xpmem_detach(at));
+	ASSERT_EQ(0, xpmem_release(apid));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/* ---- first-touch cost --------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Read one byte per page; returns the elapsed ns and checks the data. */
+static uint64_t touch_pages(const unsigned char *p, size_t size, int *bad)
+{
+	uint64_t t0 = now_ns();
+	size_t off;
+
+	for (off = 0; off < size; off += page)
+		if (p[off] != (unsigned char)(off / page))
+			*bad = 1;
+	return now_ns() - t0;
+}
+
+/*
+ * Not a pass/fail benchmark: logs the cost of the first touch of every page
+ * of a fresh attachment against the first touch of a fresh mapping of a
+ * populated memfd of the same size, and checks the data seen.
+ */
+TEST_F(lib, first_touch_cost)
+{
+	size_t size = FIRST_TOUCH_MB << 20, off;
+	unsigned char *buf = xpmem_ext_alloc(size, 0), *at, *m;
+	uint64_t t_att, t_memfd;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	int fd, bad = 0;
+
+	ASSERT_NE(NULL, buf);
+	for (off = 0; off < size; off += page)
+		buf[off] = (unsigned char)(off / page);
+	segid = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	at = get_attach(segid, XPMEM_RDONLY, size, &apid);
+	ASSERT_NE(NULL, at);
+	t_att = touch_pages(at, size, &bad);
+	ASSERT_EQ(0, bad);
+
+	fd = memfd_create("first-touch", MFD_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, (off_t)size));
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	for (off = 0; off < size; off += page)
+		m[off] = (unsigned char)(off / page);
+	munmap(m, size);
+	m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	t_memfd = touch_pages(m, size, &bad);
+	ASSERT_EQ(0, bad);
+	munmap(m, size);
+	close(fd);
+
+	ksft_print_msg("first-touch %s: attachment %llu ns/page, memfd %llu "
+		       "ns/page, ratio %.2f (%zu MiB)\n",
+		       xpmem_ext_backend_name(self->backend),
+		       (unsigned long long)(t_att / (size / page)),
+		       (unsigned long long)(t_memfd / (size / page)),
+		       t_memfd ? (double)t_att / (double)t_memfd : 0.0,
+		       (size_t)FIRST_TOUCH_MB);
 	ASSERT_EQ(0, xpmem_detach(at));
 	ASSERT_EQ(0, xpmem_release(apid));
 	ASSERT_EQ(0, xpmem_remove(segid));
