@@ -244,9 +244,14 @@ if grep -q '^@@XPMEM KMEMLEAK-BEGIN' "$res"; then
 		/^@@XPMEM KMEMLEAK-BEGIN (loaded|final)/ { on = 1; next }
 		/^@@XPMEM KMEMLEAK-END/ { flush(); on = 0; next }
 		!on { next }
-		/unreferenced object/ { flush(); obj = $3; head = $0; ours = 0; next }
-		/xpmem/ || /\] 0xffffffff[a-f0-9]+$/ { ours = 1 }
-		function flush() { if (obj != "" && ours && !(obj in seen)) { seen[obj] = 1; print head } obj = "" }
+		/unreferenced object/ { flush(); obj = $3; head = $0; ours = 0; why = ""; next }
+		/\[xpmem\]/ || /^ +(\[<[0-9a-f]+>\] )?0xffffffff[0-9a-f]+$/ || /comm "xpmem/ {
+			ours = 1; if (why == "" && $0 !~ /comm/) { why = $0; sub(/^ +/, "", why) }
+		}
+		function flush() {
+			if (obj != "" && ours && !(obj in seen)) { seen[obj] = 1; print head " " why }
+			obj = ""
+		}
 		END { flush() }' "$res")
 	if [ -n "$leaks" ]; then
 		while IFS= read -r l; do bad "kmemleak: $l (details in $out/results.log)"; done <<< "$leaks"
