@@ -6,6 +6,7 @@
 
 # ---------------------------------------------------------------- config ----
 
+SHELL      := /bin/bash
 B          ?= build
 VERSION    ?= 0.1.0
 LIB_MAJOR  := 0
@@ -99,12 +100,15 @@ module modules:
 		echo "module: $(B)/xpmem.ko (for $(KREL))"; \
 	fi
 
-w1:
-	$(MAKE) module KBUILD_ARGS="W=1"
-
-sparse:
-	@tools/deps.sh --check
-	tools/build-module.sh "$(KDIR)" "$(B)/mod/sparse" C=2 W=1 CHECK="sparse"
+# W=1 and sparse builds start from scratch (so every file is compiled and
+# checked) and fail on any warning in the output.
+w1 sparse:
+	@rm -rf $(B)/mod/$@ && mkdir -p $(B)/mod
+	@set -o pipefail; tools/build-module.sh "$(KDIR)" "$(B)/mod/$@" \
+		$(if $(filter sparse,$@),C=2 CHECK=sparse,W=1) 2>&1 | tee $(B)/mod/$@.log
+	@if grep -E '(warning|error):' $(B)/mod/$@.log; then \
+		echo "$@: warnings above (log $(B)/mod/$@.log)" >&2; exit 1; fi
+	@echo "$@: clean"
 
 CHECKPATCH_DIR := $(B)/checkpatch
 $(CHECKPATCH_DIR)/checkpatch.pl: $(LINUX_SRC_TAR)
