@@ -30,9 +30,10 @@ tools/run-host-tests.sh "$B/host" "${hosts[@]}"
 add host "$B/host/result" $?
 
 for k in "$@"; do
-	rm -f "$B/qemu/$k/result"
-	NO_BUILD=1 tools/qemu/run.sh "$k"
-	add "$k" "$B/qemu/$k/result" $?
+	mkdir -p "$B/results"
+	rm -f "$B/results/$k"
+	NO_BUILD=1 RESULT_FILE=$B/results/$k tools/qemu/run.sh "$k"
+	add "$k" "$B/results/$k" $?
 done
 
 echo

@@ -50,24 +50,43 @@ matches() {
 	return 1
 }
 
-# run_suite PASS NAME [ENV...]: run /selftests/NAME under a timeout in its own
-# tmpfs directory; stream to the console, copy to the result channel.
+# run_suite PASS NAME [ENV...]: run /selftests/NAME in its own session (so
+# that the whole process group can be killed: a test's children must not
+# outlive it) with a watchdog of SUITE_TIMEOUT seconds, in its own tmpfs
+# directory; stream the output to the console, then copy it to the result
+# channel.  Output goes to a file, not a pipe, so a child stuck in the kernel
+# cannot hang the runner.
 run_suite() {
 	pass=$1; name=$2; shift 2
 	dir=/tmp/run-$pass-$name
 	mkdir -p "$dir"
+	: > "$dir/.out"
 	say "=== suite $name ($pass) start"
 	t0=$(date +%s)
-	( cd "$dir" && env "$@" timeout "$SUITE_TIMEOUT" "/selftests/$name" 2>&1
-	  echo $? > "$dir/.rc" ) | tee "$dir/.out"
-	rc=$(cat "$dir/.rc" 2>/dev/null || echo 255)
+	tail -f "$dir/.out" &
+	tailpid=$!
+	setsid sh -c 'cd "$1" && shift && exec env "$@"' sh "$dir" "$@" \
+		"/selftests/$name" > "$dir/.out" 2>&1 < /dev/null &
+	pid=$!
+	( sleep "$SUITE_TIMEOUT"; echo timeout > "$dir/.timeout"
+	  kill -TERM -- "-$pid" 2>/dev/null; sleep 5; kill -KILL -- "-$pid" 2>/dev/null ) &
+	dog=$!
+	wait "$pid"
+	rc=$?
+	kill "$dog" 2>/dev/null
+	kill -KILL -- "-$pid" 2>/dev/null   # leftover children of the suite
+	sleep 1
+	kill "$tailpid" 2>/dev/null
+	wait "$tailpid" 2>/dev/null
 	t=$(( $(date +%s) - t0 ))
+	[ -f "$dir/.timeout" ] && rc=124
 	{
 		echo "@@XPMEM BEGIN $pass $name"
 		cat "$dir/.out"
 		echo "@@XPMEM END $pass $name rc=$rc time=$t"
 	} > "$R"
 	tot=$(grep '^# Totals:' "$dir/.out" | tail -n 1)
+	[ "$rc" = 124 ] && tot="TIMEOUT after ${SUITE_TIMEOUT}s; $tot"
 	say "=== suite $name ($pass) rc=$rc ${t}s ${tot:-NO TOTALS LINE}"
 }
 

@@ -20,7 +20,9 @@
 #   - kmemleak (debug kernel): each leaked object involving xpmem fails;
 #   - VM wall-clock timeout or a VM that never reports DONE fails.
 # Logs: build/qemu/KERNEL/{console.log,results.log}; summary line in
-# build/qemu/KERNEL/result ("PASS FAIL SKIP WALLSECONDS").
+# build/qemu/KERNEL/result ("PASS FAIL SKIP WALLSECONDS"; also copied to
+# $RESULT_FILE if set).  If another run holds build/qemu/KERNEL, this run
+# uses build/qemu/KERNEL.<pid> instead.
 #
 # Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12: 1800),
 #   SUITE_TIMEOUT (s per suite, default 300), VM_MEM_MB (default 2048, split
@@ -51,16 +53,27 @@ suite_timeout=${SUITE_TIMEOUT:-300}
 mem=${VM_MEM_MB:-2048}
 smp=${VM_SMP:-2}
 
+# One run per kernel directory at a time: teammates share the tree.  If the
+# default directory is busy, use a private one for this run.
 out=$B/qemu/$kname
 mkdir -p "$out"
+exec 9> "$out/.lock"
+if ! flock -n 9; then
+	out=$B/qemu/$kname.$$
+	mkdir -p "$out"
+	echo "run.sh[$kname]: $B/qemu/$kname is in use by another run; using $out" >&2
+	trap 'rm -rf "$out/root" "$moddir"' EXIT
+fi
+moddir=$B/mod/$kname${out#"$B/qemu/$kname"}
 
 # ---- build ------------------------------------------------------------------
 if [ -z "${NO_BUILD:-}" ]; then
-	make -s userspace >&2 || die "userspace build failed"
+	mkdir -p "$B"
+	flock "$B/.make.lock" make -s userspace >&2 || die "userspace build failed"
 fi
 have_mod=0
 if ls kernel/*.c >/dev/null 2>&1; then
-	tools/build-module.sh "$KDIR" "$B/mod/$kname" >"$out/module-build.log" 2>&1 ||
+	tools/build-module.sh "$KDIR" "$moddir" >"$out/module-build.log" 2>&1 ||
 		{ cat "$out/module-build.log" >&2; die "module build failed for $KDIR"; }
 	have_mod=1
 else
@@ -75,7 +88,7 @@ cp /bin/busybox "$root/bin/busybox"
 cp tools/qemu/init.sh "$root/init"
 chmod 0755 "$root/init"
 mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
-[ "$have_mod" = 1 ] && cp "$B/mod/$kname/xpmem.ko" "$root/xpmem.ko"
+[ "$have_mod" = 1 ] && cp "$moddir/xpmem.ko" "$root/xpmem.ko"
 # Only binaries whose source still exists (no stale suites from old builds).
 for c in selftests/*.c tools/*.c; do
 	[ -f "$c" ] || continue
@@ -199,7 +212,11 @@ if [ "$mode" = check ]; then
 		tm=$(printf '%s\n' "$endl" | sed -n 's/.* time=\([0-9]*\).*/\1/p')
 		tot=$(printf '%s\n' "$block" | grep '^# Totals:' | tail -n 1 || true)
 		if [ -z "$tot" ]; then
-			bad "$n [$p]: no '# Totals:' line (rc=$rc, ${tm}s)"
+			if [ "$rc" = 124 ]; then
+				bad "$n [$p]: killed by the ${suite_timeout}s suite timeout, no '# Totals:' line"
+			else
+				bad "$n [$p]: no '# Totals:' line (rc=$rc, ${tm}s)"
+			fi
 			continue
 		fi
 		get() { printf '%s\n' "$tot" | sed -n "s/.*[ :]$1:\([0-9]*\).*/\1/p"; }
@@ -208,7 +225,7 @@ if [ "$mode" = check ]; then
 		np=$((sp + sx)) nf=$((sf + sxp + se))
 		pass=$((pass + np)) skip=$((skip + ss)) fail=$((fail + nf))
 		line="$n [$p]: pass $np, fail $nf, skip $ss (rc=$rc, ${tm}s)"
-		if [ "$rc" = 143 ] || [ "$rc" = 124 ]; then
+		if [ "$rc" = 124 ]; then
 			bad "$line: killed by the ${suite_timeout}s suite timeout"
 		elif [ "$nf" = 0 ] && [ "$rc" != 0 ] && [ "$rc" != 4 ]; then
 			bad "$line: non-zero exit without a counted failure"
@@ -262,5 +279,6 @@ if grep -q '^@@XPMEM KMEMLEAK-BEGIN' "$res"; then
 fi
 
 echo "$pass $fail $skip $wall" > "$out/result"
+[ -n "${RESULT_FILE:-}" ] && cp "$out/result" "$RESULT_FILE"
 echo "== $kname: $pass passed, $fail failed, $skip skipped; VM wall time ${wall}s; log $out/console.log"
 [ "$fail" = 0 ]
