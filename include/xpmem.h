@@ -142,9 +142,10 @@ unsigned long xpmem_ext_features(void);
 void *xpmem_ext_alloc(size_t size, unsigned int flags);
 
 /*
- * xpmem_ext_free - free memory from xpmem_ext_alloc().  Segments made on it
- * are removed first.  Returns 0, or -1 with errno EINVAL if @addr did not
- * come from xpmem_ext_alloc().
+ * xpmem_ext_free - free memory from xpmem_ext_alloc().  On the shm backend
+ * segments made on it are removed first; on the kernel backend they stay
+ * and their attachers see a hole (SIGBUS), as after munmap.  Returns 0, or
+ * -1 with errno EINVAL if @addr did not come from xpmem_ext_alloc().
  */
 int xpmem_ext_free(void *addr);
 

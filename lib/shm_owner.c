@@ -189,17 +189,21 @@ static int backing_stat(struct backing *b)
 /*
  * range_is_private_anon - whether [addr, addr + size) is covered, without
  * holes, by private anonymous read-write mappings (no [heap], [stack] or
- * other special mapping), according to /proc/self/maps.
+ * other special mapping), according to /proc/self/maps.  On a mismatch,
+ * @why receives a short description of the first offending part.
  */
-static int range_is_private_anon(uintptr_t addr, size_t size)
+static int range_is_private_anon(uintptr_t addr, size_t size, char *why,
+				 size_t whylen)
 {
 	uintptr_t end = addr + size, cur = addr;
 	char line[512];
 	FILE *f = fopen("/proc/self/maps", "re");
-	int ok = 0;
 
-	if (!f)
+	if (!f) {
+		snprintf(why, whylen, "cannot read /proc/self/maps");
 		return 0;
+	}
+	snprintf(why, whylen, "hole at %#lx", (unsigned long)cur);
 	while (cur < end && fgets(line, sizeof(line), f)) {
 		uintptr_t lo, hi;
 		char perms[8], path[256] = "";
@@ -213,13 +217,17 @@ static int range_is_private_anon(uintptr_t addr, size_t size)
 		if (lo > cur)
 			break;		/* hole */
 		if (strcmp(perms, "rw-p") != 0 || ino != 0 ||
-		    (path[0] && strncmp(path, "[anon:", 6) != 0))
+		    (path[0] && strncmp(path, "[anon:", 6) != 0)) {
+			snprintf(why, whylen, "%#lx-%#lx is %s %s",
+				 (unsigned long)lo, (unsigned long)hi, perms,
+				 path[0] ? path : "(anonymous)");
 			break;
+		}
 		cur = hi;
+		snprintf(why, whylen, "hole at %#lx", (unsigned long)cur);
 	}
-	ok = cur >= end;
 	fclose(f);
-	return ok;
+	return cur >= end;
 }
 
 /*
@@ -230,14 +238,14 @@ static int backing_migrate_locked(char *addr, size_t size,
 				  struct backing **out)
 {
 	struct backing *b;
+	char why[200];
 	void *view;
 	int ret;
 
-	if (!range_is_private_anon((uintptr_t)addr, size)) {
-		xpmem_lib_log("make %p+%#zx: not private anonymous read-write "
-			      "memory, the shm backend can only export "
-			      "xpmem_ext_alloc() memory or such ranges",
-			      (void *)addr, size);
+	if (!range_is_private_anon((uintptr_t)addr, size, why, sizeof(why))) {
+		xpmem_lib_log("make %p+%#zx: %s; the shm backend exports only "
+			      "xpmem_ext_alloc() memory and private anonymous "
+			      "read-write ranges", (void *)addr, size, why);
 		return -EOPNOTSUPP;
 	}
 	b = calloc(1, sizeof(*b));

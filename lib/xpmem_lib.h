@@ -32,9 +32,9 @@ void xpmem_lib_log(const char *fmt, ...)
 size_t xpmem_lib_page_size(void);
 /* Fill @buf with random bytes (getrandom, never blocks after boot). */
 int xpmem_lib_random(void *buf, size_t len);
-/* Caller has CAP_IPC_OWNER in its effective set. */
+/* @cap (CAP_*) is in the caller's effective capability set. */
 int xpmem_lib_has_cap(int cap);
-/* Caller's euid matches or @gid is its egid or a supplementary group. */
+/* @gid is the caller's egid or one of its supplementary groups. */
 int xpmem_lib_in_group(gid_t gid);
 
 /* ---- backends ---------------------------------------------------------- */
