@@ -31,6 +31,18 @@ LIB_LIBS   ?= -lpthread
 TEST_LIBS  ?= -luring -lpthread
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
 
+# Dependencies: tools/deps.sh installs missing Debian packages when run as
+# root, else prints the apt-get line and fails.  Checked once per top-level
+# make invocation (not for clean/help); XPMEM_SKIP_DEPS=1 skips it.
+ifneq ($(filter-out clean distclean help,$(or $(MAKECMDGOALS),all)),)
+ifeq ($(XPMEM_SKIP_DEPS)$(XPMEM_DEPS_CHECKED),)
+ifneq ($(shell tools/deps.sh >&2 && echo ok),ok)
+$(error missing dependencies (see above); run tools/deps.sh as root)
+endif
+export XPMEM_DEPS_CHECKED := 1
+endif
+endif
+
 # ---------------------------------------------------------------- sources ----
 
 KERNEL_SRCS := $(wildcard kernel/*.c kernel/*.h include/*.h Kbuild)

@@ -9,7 +9,7 @@
 set -eu
 
 BASE_PKGS="build-essential make gcc libc6-dev pkg-config kmod cpio xz-utils \
-busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
+gzip util-linux perl busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
 libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
 linux-source-6.12"
 

@@ -52,7 +52,7 @@ for t in "$@"; do
 		bad "$line: non-zero exit without a counted failure"
 	elif [ "$nf" != 0 ]; then
 		echo "  FAIL  $line"
-		grep -E '^(not ok|# +[A-Za-z_0-9./-]+:[0-9]+:)' "$log" | head -n 20 | sed 's/^/          /'
+		grep -E '^not ok|^# .*(:Expected |Test terminated|Test failed|: Test exited)' "$log" | head -n 20 | sed 's/^/          /'
 	else
 		echo "  ok    $line"
 	fi

@@ -231,7 +231,7 @@ if [ "$mode" = check ]; then
 			bad "$line: non-zero exit without a counted failure"
 		elif [ "$nf" != 0 ]; then
 			echo "  FAIL  $line"
-			printf '%s\n' "$block" | grep -E '^(not ok|# +[A-Za-z_0-9./-]+:[0-9]+:|#  FAIL)' | head -n 20 | sed 's/^/          /'
+			printf '%s\n' "$block" | grep -E '^not ok|^# .*(:Expected |Test terminated|Test failed|: Test exited)' | head -n 20 | sed 's/^/          /'
 		else
 			echo "  ok    $line"
 		fi
