@@ -39,6 +39,7 @@
 #define NTHREAD_ITERS	20
 #define LEAK_CYCLES	30
 #define FIRST_TOUCH_MB	32
+#define FIRST_TOUCH_ROUNDS 3
 #define PROBE_ENV	"XPMEM_LIBTEST_PROBE"
 
 /* Exit codes of helper children. */
@@ -1232,11 +1233,11 @@ static uint64_t touch_pages(const unsigned char *p, size_t size, int *bad)
 }
 
 /*
- * measure_first_touch - ns per page for the first touch of every page of a
+ * first_touch_once - ns per page for the first touch of every page of a
  * fresh attachment of a populated segment, and of a fresh mapping of a
  * populated memfd of the same size.  Returns 0 or a step number.
  */
-static int measure_first_touch(uint64_t *att_ns, uint64_t *memfd_ns)
+static int first_touch_once(uint64_t *att_ns, uint64_t *memfd_ns)
 {
 	size_t size = FIRST_TOUCH_MB << 20, off, npages = size / page;
 	unsigned char *buf = xpmem_ext_alloc(size, 0), *at, *m;
@@ -1279,6 +1280,25 @@ static int measure_first_touch(uint64_t *att_ns, uint64_t *memfd_ns)
 	return bad ? 9 : 0;
 }
 
+/* The best of FIRST_TOUCH_ROUNDS, to tame emulation noise. */
+static int measure_first_touch(uint64_t *att_ns, uint64_t *memfd_ns)
+{
+	uint64_t a, m;
+	int i, ret;
+
+	*att_ns = *memfd_ns = UINT64_MAX;
+	for (i = 0; i < FIRST_TOUCH_ROUNDS; i++) {
+		ret = first_touch_once(&a, &m);
+		if (ret)
+			return ret;
+		if (a < *att_ns)
+			*att_ns = a;
+		if (m < *memfd_ns)
+			*memfd_ns = m;
+	}
+	return 0;
+}
+
 /*
  * Not a pass/fail benchmark: logs the first-touch cost of an attachment on
  * the active backend against a memfd mapping, and, on the kernel backend,
@@ -1295,10 +1315,10 @@ TEST_F(lib, first_touch_cost)
 
 	ASSERT_EQ(0, measure_first_touch(&att, &memfd));
 	ksft_print_msg("first-touch %s: attachment %llu ns/page, memfd %llu "
-		       "ns/page (%d MiB)\n",
+		       "ns/page (%d MiB, best of %d)\n",
 		       xpmem_ext_backend_name(self->backend),
 		       (unsigned long long)att, (unsigned long long)memfd,
-		       FIRST_TOUCH_MB);
+		       FIRST_TOUCH_MB, FIRST_TOUCH_ROUNDS);
 	if (IS_SHM)
 		return;
 	st = run_probe(env, out, sizeof(out));
