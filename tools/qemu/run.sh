@@ -236,8 +236,16 @@ if [ "$mode" = check ]; then
 			echo "  ok    $line"
 		fi
 	done
-	grep -q '^@@XPMEM DONE' "$res" || bad "VM did not report DONE (crashed, hung or panicked?)"
 fi
+if [ "$mode" = demo ]; then
+	# Show what the guest's userspace printed (kernel lines are timestamped).
+	tr -d '\r' < "$out/console.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\]' | sed 's/^/  | /'
+	if grep -q 'SUCCESS' "$out/console.log"; then
+		pass=$(grep -c 'xpmem-demo: SUCCESS' "$out/console.log")
+	fi
+	grep -q 'xpmem-demo: FAILED' "$out/console.log" && bad "the demo program reported a failure"
+fi
+grep -q '^@@XPMEM DONE' "$res" || bad "VM did not report DONE (crashed, hung or panicked?)"
 
 # Kernel findings: only printk lines (timestamped) are scanned, so test output
 # that happens to contain one of the words cannot trigger a false failure.
