@@ -71,7 +71,8 @@ ifneq ($(LIB_SRCS),)
 LIB_TARGETS := $(LIB_REAL) $(B)/lib/$(LIB_SONAME) $(B)/lib/libxpmem.so $(LIB_A) $(PC_FILES)
 endif
 
-.PHONY: all userspace lib tests tools module modules host-tests check demo \
+FORCE:
+.PHONY: FORCE all userspace lib tests tools module modules host-tests check demo \
 	deps sparse checkpatch w1 install uninstall clean distclean help debug-kernel
 .DELETE_ON_ERROR:
 # Never delete these as make intermediates.
@@ -168,7 +169,14 @@ $(LIB_A): $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(B)/lib/pkgconfig/%.pc: lib/%.pc.in Makefile
+# The .pc files depend on the values substituted into them, so that
+# `make install PREFIX=/usr` after a plain `make` regenerates them.
+PC_VARS := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)|$(VERSION)
+$(B)/lib/pkgconfig/.vars: FORCE
+	@mkdir -p $(@D)
+	@echo '$(PC_VARS)' | cmp -s - $@ || echo '$(PC_VARS)' > $@
+
+$(B)/lib/pkgconfig/%.pc: lib/%.pc.in $(B)/lib/pkgconfig/.vars
 	@mkdir -p $(@D)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
