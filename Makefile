@@ -143,11 +143,13 @@ debug-kernel:
 
 # ---------------------------------------------------------------- kselftest --
 
-$(B)/ksft/%.h: $(LINUX_SRC_TAR)
+# Both headers in one pass over the (large) tarball.
+$(KSFT) &: $(LINUX_SRC_TAR)
 	@mkdir -p $(B)/ksft
 	tar -C $(B)/ksft --strip-components=4 -xf $(LINUX_SRC_TAR) \
-		linux-source-6.12/tools/testing/selftests/$*.h
-	@touch $@
+		linux-source-6.12/tools/testing/selftests/kselftest_harness.h \
+		linux-source-6.12/tools/testing/selftests/kselftest.h
+	@touch $(KSFT)
 
 # ---------------------------------------------------------------- library ----
 
