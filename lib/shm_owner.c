@@ -398,7 +398,11 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 		return -ENOMEM;
 
 	pthread_mutex_lock(&owner_lock);
-	if (reg_fd < 0 || reg_pid != getpid()) {
+	if (reg_fd >= 0 && reg_pid != getpid()) {
+		/* A child made without fork()'s atfork handlers (raw clone). */
+		owner_reset_in_child();
+	}
+	if (reg_fd < 0) {
 		ret = registry_create_locked();
 		if (ret) {
 			xpmem_lib_log("cannot create the registry: %s",
