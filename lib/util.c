@@ -14,13 +14,10 @@
 /* Most supplementary groups a credential check looks at. */
 #define XPMEM_LIB_MAX_GROUPS	256
 
+/* Base page size (sysconf reads it from the aux vector: no syscall). */
 size_t xpmem_lib_page_size(void)
 {
-	static size_t page;
-
-	if (!page)
-		page = (size_t)sysconf(_SC_PAGESIZE);
-	return page;
+	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
 /**
