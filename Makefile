@@ -51,7 +51,7 @@ LIB_MAP     := $(wildcard lib/libxpmem.map)
 comma       := ,
 LIB_VSCRIPT := $(if $(LIB_MAP),-Wl$(comma)--version-script=$(LIB_MAP))
 PC_INS      := $(wildcard lib/xpmem.pc.in lib/cray-xpmem.pc.in)
-TEST_SRCS   := $(wildcard selftests/*.c)
+TEST_SRCS   := $(filter-out selftests/host_%.c,$(wildcard selftests/*.c))
 HOST_SRCS   := $(wildcard selftests/lib_*.c selftests/host_*.c)
 TOOL_SRCS   := $(wildcard tools/*.c)
 

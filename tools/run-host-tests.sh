@@ -14,6 +14,8 @@ set -euo pipefail
 out=$1; shift
 mkdir -p "$out/logs"
 suite_timeout=${SUITE_TIMEOUT:-300}
+# The build dir is the parent of OUTDIR (build/host); host_build needs it.
+build_dir=$(cd "$out/.." && pwd)
 pass=0 fail=0 skip=0
 t0=$(date +%s)
 bad() { echo "  FAIL  $*"; fail=$((fail + 1)); }
@@ -25,7 +27,7 @@ for t in "$@"; do
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/xpmem-host-$n.XXXXXX")
 	abs=$(cd "$(dirname "$t")" && pwd)/$n
 	set +e
-	(cd "$dir" && XPMEM_BACKEND=shm \
+	(cd "$dir" && XPMEM_BACKEND=shm XPMEM_BUILD_DIR="$build_dir" \
 		ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1} \
 		UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 		timeout -k 5 "$suite_timeout" "$abs") > "$log" 2>&1
