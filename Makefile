@@ -71,6 +71,7 @@ ifneq ($(LIB_SRCS),)
 LIB_TARGETS := $(LIB_REAL) $(B)/lib/$(LIB_SONAME) $(B)/lib/libxpmem.so $(LIB_A) $(PC_FILES)
 endif
 
+.DEFAULT_GOAL := all
 FORCE:
 .PHONY: FORCE all userspace lib tests tools module modules host-tests check demo \
 	deps sparse checkpatch w1 install uninstall clean distclean help debug-kernel
