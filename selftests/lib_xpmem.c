@@ -1159,6 +1159,7 @@ TEST_F(lib, pid_namespace)
 		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 20);
 	}
 	close(hold[0]);
+	close(seg_pipe[1]);	/* EOF if the child cannot unshare */
 	if (read_all(seg_pipe[0], &segid, sizeof(segid)) == 0) {
 		xpmem_apid_t apid;
 
@@ -1177,7 +1178,6 @@ TEST_F(lib, pid_namespace)
 		}
 	}
 	close(hold[1]);
-	close(seg_pipe[1]);
 	st = wait_child(mid);
 	ASSERT_TRUE(WIFEXITED(st));
 	if (WEXITSTATUS(st) == CHILD_SKIP)
