@@ -505,6 +505,7 @@ TEST_F(lib, exchange_both_ways)
 		_exit(CHILD_OK);
 	}
 	close(done[0]);
+	close(to_parent[1]);	/* EOF, not a hang, if the child fails */
 	ASSERT_EQ(0, write_all(to_child[1], &segid, sizeof(segid)));
 	ASSERT_EQ(0, read_all(to_parent[0], &csegid, sizeof(csegid)));
 	ASSERT_EQ(0, check(buf + page, page, 99));
@@ -657,6 +658,7 @@ TEST_F(perm, matrix)
 		_exit(CHILD_OK);
 	}
 	close(hold[0]);
+	close(seg_pipe[1]);
 	ASSERT_EQ(0, read_all(seg_pipe[0], &segid, sizeof(segid)));
 
 	for (who = 0; who < WHO_N; who++) {
@@ -891,6 +893,7 @@ TEST_F(lib, owner_killed)
 		_exit(CHILD_OK);
 	}
 	close(hold[0]);
+	close(seg_pipe[1]);
 	ASSERT_EQ(0, read_all(seg_pipe[0], segid, sizeof(segid)));
 	if (IS_SHM)
 		ASSERT_EQ(0, count_dir(dir));	/* unlinked at creation */
@@ -990,6 +993,7 @@ TEST_F(lib, fork_then_use)
 		_exit(CHILD_OK);
 	}
 	close(done[0]);
+	close(to_parent[1]);
 	ASSERT_EQ(0, read_all(to_parent[0], &csegid, sizeof(csegid)));
 	at = get_attach(csegid, XPMEM_RDWR, size, &apid);
 	ASSERT_NE(NULL, at);
