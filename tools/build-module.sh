@@ -26,9 +26,9 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-# sync_dir SRC DST: mirror the *.c/*.h files of SRC (recursively) into DST.
+# sync_tree SRC DST: mirror the *.c/*.h files of SRC (recursively) into DST.
 sync_tree() {
-	local src=$1 dst=$2 f rel
+	local src=$1 dst=$2 rel
 	mkdir -p "$dst"
 	(cd "$src" && find . -type f \( -name '*.c' -o -name '*.h' \)) | while read -r rel; do
 		mkdir -p "$dst/$(dirname "$rel")"

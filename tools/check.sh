@@ -8,7 +8,7 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
+cd "$top" || exit 1
 B=${B:-build}
 export B
 t0=$(date +%s)

@@ -6,6 +6,9 @@
 # lines, which the host parses (kernel messages never go there).
 # Settings come from /etc/xpmem-run.conf (see run.sh).
 
+# No `set -e`: if init exits the kernel panics, and one failing step must not
+# cost the rest of the run (the host judges everything from the logs).
+set -u
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/tools
 export HOME=/tmp
@@ -101,7 +104,7 @@ kmemleak_dump() {
 	n=$(grep -c 'unreferenced object' "$f")
 	say "kmemleak ($1): $n unreferenced object(s)"
 	{ echo "@@XPMEM KMEMLEAK-BEGIN $1"; cat "$f"; echo "@@XPMEM KMEMLEAK-END $1"; } > "$R"
-	cat "$f" | sed 's/^/kmemleak| /'
+	sed 's/^/kmemleak| /' "$f"
 }
 
 # unload_module: rmmod xpmem, retrying for up to 5 s (cleanup the module

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034
 # Kernel name -> boot image and module build dir.  Sourced by run.sh.
 # Names: debian-6.1, debian-6.12, debug-6.12.
 

@@ -198,8 +198,7 @@ if [ "$mode" = check ]; then
 			esac
 			continue ;;
 		esac
-		set -- $e
-		p=$1 n=$2
+		read -r p n <<< "$e"
 		block=$(awk -v p="$p" -v n="$n" '
 			$0 == "@@XPMEM BEGIN " p " " n { on = 1; next }
 			on && index($0, "@@XPMEM END " p " " n " ") == 1 { print; exit }
