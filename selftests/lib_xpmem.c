@@ -452,6 +452,46 @@ TEST_F(lib, attach_bounds)
 	ASSERT_EQ(0, xpmem_ext_free(buf));
 }
 
+TEST_F(lib, remove_stops_new_attach)
+{
+	unsigned char *buf = xpmem_ext_alloc(page, 0);
+	struct xpmem_addr addr = { .offset = 0 };
+	xpmem_segid_t segid;
+
+	ASSERT_NE(NULL, buf);
+	segid = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	addr.apid = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL);
+	ASSERT_LT(0, addr.apid);
+	ASSERT_EQ(0, xpmem_remove(segid));
+	errno = 0;
+	ASSERT_EQ((void *)-1, xpmem_attach(addr, page, NULL));
+	ASSERT_EQ(ENOENT, errno);
+	ASSERT_EQ(0, xpmem_release(addr.apid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+#define MANY_SEGS	64
+
+TEST_F(lib, segids_distinct)
+{
+	unsigned char *buf = xpmem_ext_alloc(MANY_SEGS * page, 0);
+	xpmem_segid_t ids[MANY_SEGS];
+	int i, j;
+
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < MANY_SEGS; i++) {
+		ids[i] = xpmem_make(buf + (size_t)i * page, page,
+				    XPMEM_PERMIT_MODE, (void *)0600);
+		ASSERT_LT(0, ids[i]);
+		for (j = 0; j < i; j++)
+			ASSERT_NE(ids[j], ids[i]);
+	}
+	for (i = 0; i < MANY_SEGS; i++)
+		ASSERT_EQ(0, xpmem_remove(ids[i]));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
 /* ---- data exchange ------------------------------------------------------ */
 
 /* Owner in the parent, attacher in the child, then the other way round. */
