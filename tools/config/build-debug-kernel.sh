@@ -41,8 +41,11 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
 fi
 
 start=$(date +%s)
-rm -f "$stamp"
 mkdir -p "$out"
+out=$(cd "$out" && pwd)	# absolute: we cd into the tree below
+tree=$out/linux-source-6.12
+stamp=$out/stamp
+rm -f "$stamp"
 # Reuse an extracted tree if it came from the same tarball (incremental
 # rebuild after a fragment change); otherwise extract afresh.
 if [ ! -f "$out/src-id" ] || [ "$(cat "$out/src-id")" != "$src_id" ] || [ ! -d "$tree" ]; then
