@@ -61,8 +61,11 @@ static int xpmem_fs_init_fs_context(struct fs_context *fc)
 	return init_pseudo(fc, XPMEM_FS_MAGIC) ? 0 : -ENOMEM;
 }
 
+/*
+ * No .owner: the module's own kern_mount() would then pin the module.
+ * Attachment files pin it instead (xpmem_cmd_attach()).
+ */
 static struct file_system_type xpmem_fs_type = {
-	.owner = THIS_MODULE,
 	.name = "xpmem",
 	.init_fs_context = xpmem_fs_init_fs_context,
 	.kill_sb = kill_anon_super,
@@ -127,15 +130,18 @@ static int xpmem_fault_prepare_pt(struct vm_fault *vmf)
  * The owner's mmap_lock is contended.  Drop the attacher's and wait for the
  * owner's without holding anything, then let the fault be retried; or, if
  * the caller cannot retry, wait while holding the attacher's lock.
+ * ->pfn_mkwrite cannot be retried: the core carries on after it as if the
+ * lock were still held.
  *
  * Return: true if the fault must return VM_FAULT_RETRY now.
  */
-static bool xpmem_fault_lock_owner(struct vm_fault *vmf, struct mm_struct *owner)
+static bool xpmem_fault_lock_owner(struct vm_fault *vmf,
+				   struct mm_struct *owner, bool mkwrite)
 {
 	if (mmap_read_trylock(owner))
 		return false;
 
-	if (vmf->flags & FAULT_FLAG_ALLOW_RETRY) {
+	if (!mkwrite && (vmf->flags & FAULT_FLAG_ALLOW_RETRY)) {
 		if (!(vmf->flags & FAULT_FLAG_RETRY_NOWAIT)) {
 			mmap_read_unlock(vmf->vma->vm_mm);
 			mmap_read_lock(owner);
@@ -256,7 +262,7 @@ again:
 	pfns[fidx] = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
 	range.notifier_seq = mmu_interval_read_begin(&seg->notifier);
 
-	if (!self && xpmem_fault_lock_owner(vmf, owner)) {
+	if (!self && xpmem_fault_lock_owner(vmf, owner, mkwrite)) {
 		ret = VM_FAULT_RETRY;
 		goto put_owner;
 	}
