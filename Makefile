@@ -221,8 +221,9 @@ host-tests: $(HOST_TESTS)
 
 # ---------------------------------------------------------------- QEMU -------
 
+# SUITES="xpmem_core lib_abi" restricts the VM suites (names containing a word).
 check: userspace
-	@tools/check.sh $(KERNELS)
+	@SUITES="$(SUITES)" tools/check.sh $(KERNELS)
 
 demo: userspace
 	@tools/qemu/run.sh --demo debian-6.1
