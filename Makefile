@@ -45,7 +45,6 @@ endif
 
 # ---------------------------------------------------------------- sources ----
 
-KERNEL_SRCS := $(wildcard kernel/*.c kernel/*.h include/*.h Kbuild)
 LIB_SRCS    := $(wildcard lib/*.c)
 LIB_MAP     := $(wildcard lib/libxpmem.map)
 comma       := ,
