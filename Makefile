@@ -84,7 +84,7 @@ userspace: lib tools tests host-build
 
 help:
 	@echo "make               build module (KDIR=...), library, tools, selftests"
-	@echo "make check         host tests + QEMU runs on KERNELS='$(KERNELS)'"
+	@echo "make check         host tests + QEMU runs on KERNELS='$(KERNELS)' [SUITES=words]"
 	@echo "make demo          boot debian-6.1 and run the owner/attacher demo"
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
