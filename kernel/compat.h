@@ -24,27 +24,4 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 }
 #endif
 
-/*
- * Zapping attacher PTEs from inside an owner's mmu notifier callback calls
- * the attacher mm's own notifiers, a different mm.  Lockdep models every
- * invalidate_range_start section as one lock, so it would report that
- * nesting as recursion.  The nesting is bounded (each level is another
- * mm's invalidation of attacher mappings and takes no lock that the outer
- * level holds), so tell lockdep about it around the zap.
- */
-#ifdef CONFIG_LOCKDEP
-static inline void xpmem_nested_invalidate_begin(void)
-{
-	lock_map_release(&__mmu_notifier_invalidate_range_start_map);
-}
-
-static inline void xpmem_nested_invalidate_end(void)
-{
-	lock_map_acquire(&__mmu_notifier_invalidate_range_start_map);
-}
-#else
-static inline void xpmem_nested_invalidate_begin(void) { }
-static inline void xpmem_nested_invalidate_end(void) { }
-#endif
-
 #endif /* _XPMEM_COMPAT_H */

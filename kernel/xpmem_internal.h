@@ -45,8 +45,9 @@
  *   xpmem_id_lock                id tables; leaf spinlock
  *
  * The invalidate callback (owner mmap_lock or reclaim context) takes
- * seg->lock only to advance the sequence number; it zaps the attachments
- * after dropping it, so zaps of different segments never nest seg->locks.
+ * seg->lock only to advance the sequence number; it has a worker zap the
+ * attachments after dropping it and waits (xpmem_seg.c), so zaps never
+ * nest seg->locks or mmu notifier sections.
  * Nothing allocates memory while holding seg->lock: the fault path makes
  * sure the page table page exists before taking it.
  */
@@ -145,6 +146,8 @@ struct xpmem_seg *xpmem_seg_lookup(u64 segid);
 struct xpmem_permit *xpmem_permit_lookup(u64 apid);
 
 /* xpmem_seg.c */
+int xpmem_seg_init(void);
+void xpmem_seg_exit(void);
 int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
 int xpmem_cmd_remove(struct xpmem_ctx *ctx, xpmem_segid_t segid);
 void xpmem_seg_remove(struct xpmem_seg *seg);

@@ -208,9 +208,12 @@ static int __init xpmem_init(void)
 {
 	int ret;
 
-	ret = xpmem_fs_init();
+	ret = xpmem_seg_init();
 	if (ret)
 		return ret;
+	ret = xpmem_fs_init();
+	if (ret)
+		goto exit_seg;
 	ret = misc_register(&xpmem_dev);
 	if (ret)
 		goto exit_fs;
@@ -218,6 +221,8 @@ static int __init xpmem_init(void)
 
 exit_fs:
 	xpmem_fs_exit();
+exit_seg:
+	xpmem_seg_exit();
 	return ret;
 }
 
@@ -225,6 +230,7 @@ static void __exit xpmem_exit(void)
 {
 	misc_deregister(&xpmem_dev);
 	xpmem_fs_exit();
+	xpmem_seg_exit();
 }
 
 module_init(xpmem_init);

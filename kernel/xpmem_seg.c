@@ -18,6 +18,8 @@
 #include <linux/slab.h>
 #include <linux/user_namespace.h>
 #include <linux/cred.h>
+#include <linux/completion.h>
+#include <linux/workqueue.h>
 
 #include "xpmem_internal.h"
 #include "compat.h"
@@ -69,6 +71,73 @@ void xpmem_seg_zap(struct xpmem_seg *seg, unsigned long offset,
 	unmap_mapping_range(seg->inode->i_mapping, offset, len, 1);
 }
 
+/*
+ * Zapping attacher PTEs calls the attacher mm's own mmu notifiers.  Doing
+ * that from inside the owner's notifier callback nests two
+ * invalidate_range_start sections in one task, which lockdep reports as
+ * recursion (it models all of them as one lock).  So the callback hands the
+ * zap to a worker and waits for it: the zap holds nothing the waiting task
+ * holds (only our i_mmap_rwsem and attacher page table locks), so the wait
+ * cannot deadlock.  WQ_MEM_RECLAIM: the callback runs in reclaim, the
+ * worker must make progress without allocating.  Zaps that a worker itself
+ * triggers (nested xpmem) run inline.
+ */
+static struct workqueue_struct *xpmem_zap_wq;
+
+struct xpmem_zap_req {
+	struct work_struct work;
+	struct completion done;
+	struct xpmem_seg *seg;
+	unsigned long offset;
+	unsigned long len;
+};
+
+static void xpmem_zap_work(struct work_struct *work)
+{
+	struct xpmem_zap_req *req =
+		container_of(work, struct xpmem_zap_req, work);
+
+	xpmem_seg_zap(req->seg, req->offset, req->len);
+	complete(&req->done);	/* req lives on the waiter's stack */
+}
+
+static bool xpmem_in_zap_worker(void)
+{
+	struct work_struct *work = current_work();
+
+	return work && work->func == xpmem_zap_work;
+}
+
+static void xpmem_seg_zap_from_notifier(struct xpmem_seg *seg,
+					unsigned long offset,
+					unsigned long len)
+{
+	struct xpmem_zap_req req = {
+		.seg = seg, .offset = offset, .len = len,
+	};
+
+	if (xpmem_in_zap_worker()) {
+		xpmem_seg_zap(seg, offset, len);
+		return;
+	}
+	init_completion(&req.done);
+	INIT_WORK_ONSTACK(&req.work, xpmem_zap_work);
+	queue_work(xpmem_zap_wq, &req.work);
+	wait_for_completion(&req.done);
+	destroy_work_on_stack(&req.work);
+}
+
+int xpmem_seg_init(void)
+{
+	xpmem_zap_wq = alloc_workqueue("xpmem_zap", WQ_MEM_RECLAIM, 0);
+	return xpmem_zap_wq ? 0 : -ENOMEM;
+}
+
+void xpmem_seg_exit(void)
+{
+	destroy_workqueue(xpmem_zap_wq);
+}
+
 static bool xpmem_seg_invalidate(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,
 				 unsigned long cur_seq)
@@ -90,11 +159,10 @@ static bool xpmem_seg_invalidate(struct mmu_interval_notifier *mni,
 	mmu_interval_set_seq(mni, cur_seq);
 	mutex_unlock(&seg->lock);
 
-	if (start < end) {
-		xpmem_nested_invalidate_begin();
-		xpmem_seg_zap(seg, start - seg->vaddr, end - start);
-		xpmem_nested_invalidate_end();
-	}
+	/* Nothing to zap (and no worker round trip) without attachments. */
+	if (start < end && mapping_mapped(seg->inode->i_mapping))
+		xpmem_seg_zap_from_notifier(seg, start - seg->vaddr,
+					    end - start);
 	atomic_long_inc(&xpmem_stats.invalidations);
 	return true;
 }
