@@ -6,12 +6,13 @@
 #ifndef _XPMEM_COMPAT_H
 #define _XPMEM_COMPAT_H
 
-#include <linux/version.h>
 #include <linux/mm.h>
-#include <linux/mmu_notifier.h>
 
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
-/* vm_flags became read-only behind these helpers in 6.3. */
+/*
+ * XPMEM_HAVE_VM_FLAGS_SET comes from Kbuild, which looks for the helper in
+ * the kernel's headers (vm_flags became read-only behind it in 6.3).
+ */
+#ifndef XPMEM_HAVE_VM_FLAGS_SET
 static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 {
 	vma->vm_flags |= flags;

@@ -13,8 +13,8 @@
  *   lock seg->lock; if mmu_interval_read_retry(seq): unlock, start over
  *   insert PTEs; unlock seg->lock
  * No page is pinned beyond the PTE.  The window is the PMD-sized block
- * around the fault: the faulting page is faulted in in the owner, the
- * others are mapped if the owner has them resident.
+ * around the fault: the owner's page at the faulting address is faulted
+ * into the owner's mm, the others are mapped if the owner has them.
  *
  * Page cache and shmem pages are inserted as ordinary refcounted PTEs
  * (vm_insert_page), so get_user_pages() works on them: futexes, O_DIRECT,

@@ -17,6 +17,7 @@
 
 #include "xpmem_internal.h"
 
+/* ctx lists, seg->ctx and permit->ctx (see xpmem_internal.h) */
 DEFINE_MUTEX(xpmem_obj_lock);
 
 static int xpmem_open(struct inode *inode, struct file *file)

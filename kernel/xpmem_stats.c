@@ -14,31 +14,45 @@
 
 struct xpmem_stats xpmem_stats;
 
-#define XPMEM_STAT_ATTR(name)						\
-static ssize_t name##_show(struct device *dev,				\
-			   struct device_attribute *attr, char *buf)	\
-{									\
-	return sysfs_emit(buf, "%ld\n",					\
-			  atomic_long_read(&xpmem_stats.name));		\
-}									\
-static DEVICE_ATTR_RO(name)
+struct xpmem_stat_attr {
+	struct device_attribute attr;
+	atomic_long_t *counter;
+};
 
-XPMEM_STAT_ATTR(segments);
-XPMEM_STAT_ATTR(permits);
-XPMEM_STAT_ATTR(attachments);
-XPMEM_STAT_ATTR(faults);
-XPMEM_STAT_ATTR(fault_retries);
-XPMEM_STAT_ATTR(pages_mapped);
-XPMEM_STAT_ATTR(invalidations);
+static ssize_t xpmem_stat_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	struct xpmem_stat_attr *sa =
+		container_of(attr, struct xpmem_stat_attr, attr);
+
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(sa->counter));
+}
+
+static struct xpmem_stat_attr xpmem_stat_attrs[] = {
+	{ __ATTR(segments, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.segments },
+	{ __ATTR(permits, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.permits },
+	{ __ATTR(attachments, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.attachments },
+	{ __ATTR(faults, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.faults },
+	{ __ATTR(fault_retries, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.fault_retries },
+	{ __ATTR(pages_mapped, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.pages_mapped },
+	{ __ATTR(invalidations, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.invalidations },
+};
 
 static struct attribute *xpmem_stats_attrs[] = {
-	&dev_attr_segments.attr,
-	&dev_attr_permits.attr,
-	&dev_attr_attachments.attr,
-	&dev_attr_faults.attr,
-	&dev_attr_fault_retries.attr,
-	&dev_attr_pages_mapped.attr,
-	&dev_attr_invalidations.attr,
+	&xpmem_stat_attrs[0].attr.attr,
+	&xpmem_stat_attrs[1].attr.attr,
+	&xpmem_stat_attrs[2].attr.attr,
+	&xpmem_stat_attrs[3].attr.attr,
+	&xpmem_stat_attrs[4].attr.attr,
+	&xpmem_stat_attrs[5].attr.attr,
+	&xpmem_stat_attrs[6].attr.attr,
 	NULL,
 };
 
