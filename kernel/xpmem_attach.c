@@ -155,25 +155,39 @@ static bool xpmem_fault_lock_owner(struct vm_fault *vmf,
 	return false;
 }
 
+/*
+ * Pages that may be mapped as ordinary refcounted PTEs: small or THP page
+ * cache and shmem folios.  Anonymous, KSM, zero and hugetlb pages (whose
+ * rmap is handled elsewhere or not at all) get special PFN PTEs.
+ */
+static bool xpmem_page_is_file(unsigned long pfn)
+{
+	struct folio *folio;
+
+	if (!pfn_valid(pfn) || is_zero_pfn(pfn))
+		return false;
+	folio = page_folio(pfn_to_page(pfn));
+	return folio->mapping && !folio_test_anon(folio) &&
+	       !folio_test_hugetlb(folio);
+}
+
 static vm_fault_t xpmem_insert_one(struct vm_area_struct *vma,
 				   unsigned long addr, unsigned long hpfn)
 {
 	unsigned long pfn = xpmem_hmm_pfn(hpfn);
-	struct page *page;
 	int err;
 
 	if (is_zero_pfn(pfn) && (vma->vm_flags & VM_MAYWRITE))
 		return VM_FAULT_SIGBUS;	/* refused by vmf_insert_mixed() */
 
-	page = pfn_valid(pfn) ? pfn_to_page(pfn) : NULL;
-	if (page && !is_zero_pfn(pfn) && !PageAnon(page)) {
+	if (xpmem_page_is_file(pfn)) {
 		/* Page cache / shmem: a normal PTE that GUP can follow. */
-		err = vm_insert_page(vma, addr, page);
+		err = vm_insert_page(vma, addr, pfn_to_page(pfn));
 		if (!err || err == -EBUSY)
 			return VM_FAULT_NOPAGE;
 		if (err == -ENOMEM)
 			return VM_FAULT_OOM;
-		/* pages vm_insert_page() refuses (e.g. hugetlb): pfn map */
+		/* anything vm_insert_page() refuses: pfn map */
 	}
 	return vmf_insert_mixed(vma, addr, pfn_to_pfn_t(pfn));
 }

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * xpmem-bench - first-touch and copy costs of an attachment, side by side
+ * with the alternatives, in one run (under emulation only ratios mean
+ * anything).
+ *
+ * The owner (parent) populates SIZE bytes; the attacher (child) measures:
+ *   attach-read    first touch, one read per page, of a fresh attachment
+ *   attach-write   first touch, one write per page, of a fresh attachment
+ *   memfd-read     first touch, one read per page, of a fresh MAP_SHARED
+ *                  mapping of an owner-populated memfd (the shm baseline)
+ *   memfd-write    the same, writing
+ *   attach-copy    memcpy of the whole attachment once it is mapped
+ *   pvm-copy       process_vm_readv of the owner's range (one syscall copy)
+ * and prints each as ns/page and as a ratio to memfd.
+ *
+ * Usage: xpmem-bench [-s MiB] [-r repeats] [-m anon|alloc]
+ *   -m anon   owner memory is private anonymous (kernel backend only)
+ *   -m alloc  owner memory from xpmem_ext_alloc() (any backend)
+ * The backend is libxpmem's choice (XPMEM_BACKEND).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xpmem.h>
+
+#define PAGE 4096UL
+
+struct result {
+	double ns[6];	/* per page, indexed by enum phase */
+};
+
+enum phase { ATT_READ, ATT_WRITE, MEMFD_READ, MEMFD_WRITE, ATT_COPY,
+	     PVM_COPY, NPHASES };
+
+static const char *const phase_name[NPHASES] = {
+	"attach-read", "attach-write", "memfd-read", "memfd-write",
+	"attach-copy", "pvm-copy",
+};
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static double touch(volatile char *p, size_t len, int write)
+{
+	double t0 = now_ns();
+	size_t i;
+	char sum = 0;
+
+	for (i = 0; i < len; i += PAGE) {
+		if (write)
+			p[i] = (char)i;
+		else
+			sum += p[i];
+	}
+	(void)sum;
+	return (now_ns() - t0) / (len / PAGE);
+}
+
+static int die(const char *what)
+{
+	fprintf(stderr, "xpmem-bench: %s: %s\n", what, strerror(errno));
+	return 1;
+}
+
+static void *attach_fresh(xpmem_apid_t apid, size_t len)
+{
+	struct xpmem_addr addr = { .apid = apid, .offset = 0 };
+
+	return xpmem_attach(addr, len, NULL);
+}
+
+/* The attacher: every measurement, written to @out. */
+static int attacher(xpmem_segid_t segid, int memfd, const char *owner_buf,
+		    pid_t owner, size_t len, struct result *out)
+{
+	char *local, *a, *m;
+	xpmem_apid_t apid;
+	struct iovec l, r;
+	double t0;
+
+	apid = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL);
+	if (apid == -1)
+		return die("xpmem_get");
+	local = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (local == MAP_FAILED)
+		return die("mmap");
+
+	a = attach_fresh(apid, len);
+	if (a == (void *)-1)
+		return die("xpmem_attach");
+	out->ns[ATT_READ] = touch(a, len, 0);
+	t0 = now_ns();
+	memcpy(local, a, len);
+	out->ns[ATT_COPY] = (now_ns() - t0) / (len / PAGE);
+	xpmem_detach(a);
+
+	a = attach_fresh(apid, len);
+	if (a == (void *)-1)
+		return die("xpmem_attach");
+	out->ns[ATT_WRITE] = touch(a, len, 1);
+	xpmem_detach(a);
+
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (m == MAP_FAILED)
+		return die("mmap memfd");
+	out->ns[MEMFD_READ] = touch(m, len, 0);
+	munmap(m, len);
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (m == MAP_FAILED)
+		return die("mmap memfd");
+	out->ns[MEMFD_WRITE] = touch(m, len, 1);
+	munmap(m, len);
+
+	l = (struct iovec){ local, len };
+	r = (struct iovec){ (void *)owner_buf, len };
+	t0 = now_ns();
+	if (process_vm_readv(owner, &l, 1, &r, 1, 0) != (ssize_t)len)
+		out->ns[PVM_COPY] = -1;
+	else
+		out->ns[PVM_COPY] = (now_ns() - t0) / (len / PAGE);
+
+	xpmem_release(apid);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	size_t mib = 64, len;
+	int repeats = 3, opt, rep, memfd, ph, pipefd[2];
+	const char *mem = NULL, *reason = "";
+	struct result sum = { { 0 } };
+	char *buf;
+
+	while ((opt = getopt(argc, argv, "s:r:m:")) != -1) {
+		switch (opt) {
+		case 's':
+			mib = strtoul(optarg, NULL, 0);
+			break;
+		case 'r':
+			repeats = atoi(optarg);
+			break;
+		case 'm':
+			mem = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: %s [-s MiB] [-r repeats] [-m anon|alloc]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (!mib || repeats < 1 ||
+	    (mem && strcmp(mem, "anon") && strcmp(mem, "alloc"))) {
+		fprintf(stderr, "xpmem-bench: bad arguments\n");
+		return 2;
+	}
+	len = mib << 20;
+	ph = xpmem_ext_backend(&reason);
+	if (!mem)
+		mem = ph == XPMEM_EXT_BACKEND_KERNEL ? "anon" : "alloc";
+	printf("xpmem-bench: backend %s (%s), %zu MiB, %s memory, %d repeats\n",
+	       xpmem_ext_backend_name(ph), reason, mib, mem, repeats);
+
+	if (!strcmp(mem, "anon"))
+		buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	else
+		buf = xpmem_ext_alloc(len, 0);
+	if (!buf || buf == MAP_FAILED)
+		return die("owner memory");
+	memset(buf, 0x5a, len);
+
+	memfd = memfd_create("xpmem-bench", MFD_CLOEXEC);
+	if (memfd < 0 || ftruncate(memfd, len))
+		return die("memfd");
+	{
+		char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			       memfd, 0);
+
+		if (m == MAP_FAILED)
+			return die("mmap memfd");
+		memset(m, 0x5a, len);
+		munmap(m, len);
+	}
+
+	for (rep = 0; rep < repeats; rep++) {
+		xpmem_segid_t segid;
+		struct result r;
+		pid_t pid;
+		int status;
+
+		segid = xpmem_make(buf, len, XPMEM_PERMIT_MODE, (void *)0600);
+		if (segid == -1)
+			return die("xpmem_make");
+		if (pipe(pipefd))
+			return die("pipe");
+		pid = fork();
+		if (pid < 0)
+			return die("fork");
+		if (pid == 0) {
+			memset(&r, 0, sizeof(r));
+			if (attacher(segid, memfd, buf, getppid(), len, &r))
+				_exit(1);
+			if (write(pipefd[1], &r, sizeof(r)) != sizeof(r))
+				_exit(1);
+			_exit(0);
+		}
+		close(pipefd[1]);
+		if (read(pipefd[0], &r, sizeof(r)) != sizeof(r) ||
+		    waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status)) {
+			fprintf(stderr, "xpmem-bench: attacher failed\n");
+			return 1;
+		}
+		close(pipefd[0]);
+		for (ph = 0; ph < NPHASES; ph++)
+			sum.ns[ph] += r.ns[ph] / repeats;
+		xpmem_remove(segid);
+	}
+
+	for (ph = 0; ph < NPHASES; ph++)
+		printf("xpmem-bench: %-13s %10.1f ns/page  (%.2fx memfd-%s)\n",
+		       phase_name[ph], sum.ns[ph],
+		       sum.ns[ph] / sum.ns[ph == ATT_WRITE || ph == MEMFD_WRITE ?
+					   MEMFD_WRITE : MEMFD_READ],
+		       ph == ATT_WRITE || ph == MEMFD_WRITE ? "write" : "read");
+	return 0;
+}
