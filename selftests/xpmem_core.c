@@ -1235,4 +1235,75 @@ TEST_F(xpmem, self_attach)
 	munmap(buf, len);
 }
 
+/* A fault maps the resident neighbours too: far fewer faults than pages. */
+TEST_F(xpmem, faults_are_batched)
+{
+	const size_t len = 1024 * PAGE;
+	xpmem_segid_t segid;
+	pid_t pid;
+	char *buf;
+
+	buf = map_anon(len);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'b', len);
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0644, &segid));
+	pid = fork_child();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		long faults, mapped;
+		xpmem_apid_t apid;
+		size_t i;
+		char *a;
+		int fd;
+
+		if (child_attach(segid, XPMEM_RDONLY, 0, len, &fd, &apid, &a))
+			_exit(1);
+		faults = stat_read("faults");
+		mapped = stat_read("pages_mapped");
+		for (i = 0; i < len; i += PAGE)
+			if (a[i] != 'b')
+				_exit(2);
+		faults = stat_read("faults") - faults;
+		mapped = stat_read("pages_mapped") - mapped;
+		/* 4 MiB: 2 or 3 PMD-sized windows, a little slack */
+		if (faults < 1 || faults > 8)
+			_exit(3);
+		if (mapped < (long)(len / PAGE))
+			_exit(4);
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+/* exec replaces the mm: everything the old image had goes away. */
+TEST_F(xpmem, exec_cleans_up)
+{
+	pid_t pid = fork_child();
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		xpmem_segid_t segid;
+		xpmem_apid_t apid;
+		char *b = map_anon(PAGE);
+		void *a;
+		int fd = xp_open();
+
+		if (fd < 0 || !b || xp_make(fd, b, PAGE, 0600, &segid) ||
+		    xp_get(fd, segid, XPMEM_RDWR, &apid) ||
+		    xp_attach(fd, apid, 0, PAGE, NULL, &a))
+			_exit(1);
+		*(volatile char *)a = 1;
+		/* the same fd without O_CLOEXEC must not keep anything */
+		if (dup2(fd, 100) != 100)
+			_exit(2);
+		execl("/bin/sh", "sh", "-c", "exec 100>&-; exit 0", (char *)NULL);
+		_exit(3);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_COUNTERS_AT_BASE();
+}
+
 TEST_HARNESS_MAIN
