@@ -1278,6 +1278,36 @@ TEST_F(xpmem, faults_are_batched)
 	munmap(buf, len);
 }
 
+/* RDWR attachment of memory the owner maps read-only: reads, no writes. */
+TEST_F(xpmem, rdwr_attach_of_readonly_owner_memory)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *buf, *a;
+	void *va;
+
+	buf = map_anon(2 * PAGE);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'R', 2 * PAGE);
+	ASSERT_EQ(0, mprotect(buf, 2 * PAGE, PROT_READ));
+	ASSERT_EQ(0, xp_make(self->fd, buf, 2 * PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, 2 * PAGE, NULL, &va));
+	a = va;
+	ASSERT_EQ('R', a[0]);
+	ASSERT_EQ('R', a[PAGE + 7]);
+	ASSERT_EQ(SIGBUS, probe(a, 1, 'w'));
+	ASSERT_EQ('R', buf[0]);
+	/* once the owner allows writes, so does the attachment */
+	ASSERT_EQ(0, mprotect(buf, 2 * PAGE, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(0, probe(a, 1, 'w'));
+	ASSERT_EQ('w', buf[0]);
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, 2 * PAGE);
+}
+
 /* exec replaces the mm: everything the old image had goes away. */
 TEST_F(xpmem, exec_cleans_up)
 {
