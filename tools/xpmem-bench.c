@@ -11,8 +11,11 @@
  *                  mapping of an owner-populated memfd (the shm baseline)
  *   memfd-write    the same, writing
  *   attach-copy    memcpy of the whole attachment once it is mapped
+ *   memfd-copy     memcpy of the whole memfd mapping once it is mapped
  *   pvm-copy       process_vm_readv of the owner's range (one syscall copy)
- * and prints each as ns/page and as a ratio to memfd.
+ * and prints each as ns/page and as a ratio to its memfd counterpart.
+ * The attacher is forked before the owner touches its memory, so nothing
+ * is shared copy-on-write between them (as between unrelated processes).
  *
  * Usage: xpmem-bench [-s MiB] [-r repeats] [-m anon|alloc]
  *   -m anon   owner memory is private anonymous (kernel backend only)
@@ -35,16 +38,22 @@
 
 #define PAGE 4096UL
 
+enum phase { ATT_READ, MEMFD_READ, ATT_WRITE, MEMFD_WRITE, ATT_COPY,
+	     MEMFD_COPY, PVM_COPY, NPHASES };
+
 struct result {
-	double ns[6];	/* per page, indexed by enum phase */
+	double ns[NPHASES];	/* per page */
 };
 
-enum phase { ATT_READ, ATT_WRITE, MEMFD_READ, MEMFD_WRITE, ATT_COPY,
-	     PVM_COPY, NPHASES };
-
 static const char *const phase_name[NPHASES] = {
-	"attach-read", "attach-write", "memfd-read", "memfd-write",
-	"attach-copy", "pvm-copy",
+	"attach-read", "memfd-read", "attach-write", "memfd-write",
+	"attach-copy", "memfd-copy", "pvm-copy",
+};
+
+/* what each phase is compared with */
+static const enum phase phase_base[NPHASES] = {
+	MEMFD_READ, MEMFD_READ, MEMFD_WRITE, MEMFD_WRITE, MEMFD_COPY,
+	MEMFD_COPY, MEMFD_COPY,
 };
 
 static double now_ns(void)
@@ -125,6 +134,9 @@ static int attacher(xpmem_segid_t segid, int memfd, const char *owner_buf,
 	if (m == MAP_FAILED)
 		return die("mmap memfd");
 	out->ns[MEMFD_WRITE] = touch(m, len, 1);
+	t0 = now_ns();
+	memcpy(local, m, len);
+	out->ns[MEMFD_COPY] = (now_ns() - t0) / (len / PAGE);
 	munmap(m, len);
 
 	l = (struct iovec){ local, len };
@@ -145,7 +157,6 @@ int main(int argc, char **argv)
 	int repeats = 3, opt, rep, memfd, ph, pipefd[2];
 	const char *mem = NULL, *reason = "";
 	struct result sum = { { 0 } };
-	char *buf;
 
 	while ((opt = getopt(argc, argv, "s:r:m:")) != -1) {
 		switch (opt) {
@@ -176,15 +187,6 @@ int main(int argc, char **argv)
 	printf("xpmem-bench: backend %s (%s), %zu MiB, %s memory, %d repeats\n",
 	       xpmem_ext_backend_name(ph), reason, mib, mem, repeats);
 
-	if (!strcmp(mem, "anon"))
-		buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	else
-		buf = xpmem_ext_alloc(len, 0);
-	if (!buf || buf == MAP_FAILED)
-		return die("owner memory");
-	memset(buf, 0x5a, len);
-
 	memfd = memfd_create("xpmem-bench", MFD_CLOEXEC);
 	if (memfd < 0 || ftruncate(memfd, len))
 		return die("memfd");
@@ -199,27 +201,45 @@ int main(int argc, char **argv)
 	}
 
 	for (rep = 0; rep < repeats; rep++) {
+		struct { xpmem_segid_t segid; char *buf; } msg;
+		int to_child[2], status;
 		xpmem_segid_t segid;
 		struct result r;
 		pid_t pid;
-		int status;
+		char *buf;
 
-		segid = xpmem_make(buf, len, XPMEM_PERMIT_MODE, (void *)0600);
-		if (segid == -1)
-			return die("xpmem_make");
-		if (pipe(pipefd))
+		if (pipe(pipefd) || pipe(to_child))
 			return die("pipe");
 		pid = fork();
 		if (pid < 0)
 			return die("fork");
 		if (pid == 0) {
 			memset(&r, 0, sizeof(r));
-			if (attacher(segid, memfd, buf, getppid(), len, &r))
+			if (read(to_child[0], &msg, sizeof(msg)) != sizeof(msg))
+				_exit(1);
+			if (attacher(msg.segid, memfd, msg.buf, getppid(), len,
+				     &r))
 				_exit(1);
 			if (write(pipefd[1], &r, sizeof(r)) != sizeof(r))
 				_exit(1);
 			_exit(0);
 		}
+		/* the owner's memory, touched only after the fork */
+		if (!strcmp(mem, "anon"))
+			buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		else
+			buf = xpmem_ext_alloc(len, 0);
+		if (!buf || buf == MAP_FAILED)
+			return die("owner memory");
+		memset(buf, 0x5a, len);
+		segid = xpmem_make(buf, len, XPMEM_PERMIT_MODE, (void *)0600);
+		if (segid == -1)
+			return die("xpmem_make");
+		msg.segid = segid;
+		msg.buf = buf;
+		if (write(to_child[1], &msg, sizeof(msg)) != sizeof(msg))
+			return die("write");
 		close(pipefd[1]);
 		if (read(pipefd[0], &r, sizeof(r)) != sizeof(r) ||
 		    waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
@@ -228,16 +248,21 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		close(pipefd[0]);
+		close(to_child[0]);
+		close(to_child[1]);
 		for (ph = 0; ph < NPHASES; ph++)
 			sum.ns[ph] += r.ns[ph] / repeats;
 		xpmem_remove(segid);
+		if (!strcmp(mem, "anon"))
+			munmap(buf, len);
+		else
+			xpmem_ext_free(buf);
 	}
 
 	for (ph = 0; ph < NPHASES; ph++)
-		printf("xpmem-bench: %-13s %10.1f ns/page  (%.2fx memfd-%s)\n",
+		printf("xpmem-bench: %-13s %10.1f ns/page  (%.2fx %s)\n",
 		       phase_name[ph], sum.ns[ph],
-		       sum.ns[ph] / sum.ns[ph == ATT_WRITE || ph == MEMFD_WRITE ?
-					   MEMFD_WRITE : MEMFD_READ],
-		       ph == ATT_WRITE || ph == MEMFD_WRITE ? "write" : "read");
+		       sum.ns[ph] / sum.ns[phase_base[ph]],
+		       phase_name[phase_base[ph]]);
 	return 0;
 }
