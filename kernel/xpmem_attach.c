@@ -344,7 +344,24 @@ static vm_fault_t xpmem_att_mkwrite(struct vm_fault *vmf)
 	return xpmem_fault_common(vmf, true);
 }
 
+/* VMA count of an attachment: +1 on split or mremap copy, -1 on removal. */
+static void xpmem_att_vma_open(struct vm_area_struct *vma)
+{
+	struct xpmem_att *att = vma->vm_private_data;
+
+	atomic_inc(&att->nr_vmas);
+}
+
+static void xpmem_att_vma_close(struct vm_area_struct *vma)
+{
+	struct xpmem_att *att = vma->vm_private_data;
+
+	atomic_dec(&att->nr_vmas);
+}
+
 static const struct vm_operations_struct xpmem_vm_ops = {
+	.open = xpmem_att_vma_open,
+	.close = xpmem_att_vma_close,
 	.fault = xpmem_att_fault,
 	.pfn_mkwrite = xpmem_att_mkwrite,
 	.page_mkwrite = xpmem_att_mkwrite,
@@ -369,6 +386,7 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 			  VM_DONTDUMP);
 	vma->vm_ops = &xpmem_vm_ops;
 	vma->vm_private_data = att;
+	atomic_set(&att->nr_vmas, 1);
 	return 0;
 }
 
@@ -554,14 +572,25 @@ int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
 	struct xpmem_att *att = NULL;
+	unsigned long start = 0, len = 0;
+	bool whole = false;
 
 	mmap_read_lock(mm);
 	vma = vma_lookup(mm, vaddr);
-	if (vma && xpmem_vma_is_att(vma))
+	if (vma && xpmem_vma_is_att(vma)) {
 		att = vma->vm_file->private_data;
+		start = vma->vm_start;
+		len = vma->vm_end - vma->vm_start;
+		whole = atomic_read(&att->nr_vmas) == 1;
+	}
 	mmap_read_unlock(mm);
 	if (!att)
 		return -EINVAL;
+	/* The common case, one VMA: no walk over the address space. */
+	if (whole) {
+		vm_munmap(start, len);
+		return 0;
+	}
 	xpmem_unmap_matching(att, NULL);
 	return 0;
 }

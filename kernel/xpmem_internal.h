@@ -122,6 +122,7 @@ struct xpmem_att {
 	unsigned long offset;		/* segment offset at attach time */
 	unsigned long size;
 	bool writable;
+	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
 	bool dead;			/* under seg->lock: SIGBUS on fault */
 };
 

@@ -1308,6 +1308,44 @@ TEST_F(xpmem, rdwr_attach_of_readonly_owner_memory)
 	munmap(buf, 2 * PAGE);
 }
 
+/* DETACH removes every piece of a split or moved attachment. */
+TEST_F(xpmem, detach_after_split_and_mremap)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *buf, *a, *moved;
+	void *va;
+
+	buf = map_anon(4 * PAGE);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 's', 4 * PAGE);
+	ASSERT_EQ(0, xp_make(self->fd, buf, 4 * PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, 4 * PAGE, NULL, &va));
+	a = va;
+	/* split into three VMAs, then move the last one elsewhere */
+	ASSERT_EQ(0, mprotect(a + PAGE, PAGE, PROT_READ));
+	va = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, va);
+	moved = mremap(a + 3 * PAGE, PAGE, PAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+		       va);
+	ASSERT_EQ(va, moved);
+	ASSERT_EQ('s', moved[0]);
+	buf[3 * PAGE] = 't';
+	ASSERT_EQ('t', moved[0]);
+	ASSERT_EQ('s', a[PAGE]);
+	ASSERT_EQ(self->atts + 1, stat_read("attachments"));
+	ASSERT_EQ(0, xp_detach(self->fd, a + 2 * PAGE));
+	ASSERT_EQ(SIGSEGV, probe(a, 0, 0));
+	ASSERT_EQ(SIGSEGV, probe(a + PAGE, 0, 0));
+	ASSERT_EQ(SIGSEGV, probe(moved, 0, 0));
+	ASSERT_EQ(self->atts, stat_read("attachments"));
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, 4 * PAGE);
+}
+
 /* exec replaces the mm: everything the old image had goes away. */
 TEST_F(xpmem, exec_cleans_up)
 {
