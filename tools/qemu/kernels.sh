@@ -2,11 +2,9 @@
 # Kernel name -> boot image and module build dir.  Sourced by run.sh.
 # Names: debian-6.1, debian-6.12, debug-6.12.
 
-# resolve_kernel NAME TOPDIR BUILDDIR: sets KIMAGE, KDIR and KAPPEND (extra
-# kernel command line), or fails.
+# resolve_kernel NAME TOPDIR BUILDDIR: sets KIMAGE and KDIR, or fails.
 resolve_kernel() {
 	local name=$1 top=$2 b=$3 img=
-	KAPPEND=
 	case "$name" in
 	debian-6.1)  img=$(ls /boot/vmlinuz-6.1.0-*-amd64 2>/dev/null | sort -V | tail -n 1) ;;
 	debian-6.12) img=$(ls /boot/vmlinuz-6.12.*+deb12-amd64 2>/dev/null | sort -V | tail -n 1) ;;
@@ -14,11 +12,6 @@ resolve_kernel() {
 		"$top/tools/config/build-debug-kernel.sh" "$b/debug-6.12" >&2 || return 1
 		KIMAGE=$b/debug-6.12/linux-source-6.12/arch/x86/boot/bzImage
 		KDIR=$b/debug-6.12/linux-source-6.12
-		# Without ACPI the kernel cannot see QEMU's NUMA nodes: emulate two.
-		if grep -q '^CONFIG_NUMA_EMU=y' "$KDIR/.config" &&
-			! grep -q '^CONFIG_ACPI=y' "$KDIR/.config"; then
-			KAPPEND="numa=fake=2"
-		fi
 		return 0 ;;
 	*)
 		echo "unknown kernel '$name' (known: debian-6.1 debian-6.12 debug-6.12)" >&2

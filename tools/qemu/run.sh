@@ -148,7 +148,7 @@ fi
 
 # ---- boot -------------------------------------------------------------------
 half=$((mem / 2))
-append="console=ttyS0,115200 rdinit=/init panic=-1 mitigations=off printk.devkmsg=on${KAPPEND:+ $KAPPEND}"
+append="console=ttyS0,115200 rdinit=/init panic=-1 mitigations=off printk.devkmsg=on"
 rm -f "$out/console.log" "$out/results.log"
 echo "run.sh[$kname]: booting $KIMAGE (${mem} MiB, $smp cpus, 2 NUMA nodes, limit ${vm_timeout}s)" >&2
 t0=$(date +%s)
