@@ -63,16 +63,20 @@ static int attacher(int rfd)
 int main(void)
 {
 	const char *reason = NULL;
-	int backend, status, pfd[2], ok;
+	int backend, status, pfd[2], ok, version;
 	xpmem_segid_t segid;
 	char *buf;
 	pid_t pid;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	backend = xpmem_ext_backend(&reason);
-	printf("xpmem-demo: backend %s (%s), xpmem_version() = 0x%x\n",
-	       xpmem_ext_backend_name(backend), reason ? reason : "?",
-	       xpmem_version());
+	version = xpmem_version();	/* -1 (ENODEV) on the shm backend */
+	if (version >= 0)
+		printf("xpmem-demo: backend %s (%s), module version 0x%x\n",
+		       xpmem_ext_backend_name(backend), reason ? reason : "?", version);
+	else
+		printf("xpmem-demo: backend %s (%s), no module version\n",
+		       xpmem_ext_backend_name(backend), reason ? reason : "?");
 
 	buf = xpmem_ext_alloc(DEMO_SIZE, 0);
 	if (!buf) {
