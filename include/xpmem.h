@@ -112,16 +112,18 @@ const char *xpmem_ext_backend_name(int backend);
  * Feature bits of the active backend, from xpmem_ext_features().  A
  * fallback-aware caller checks them instead of guessing from the backend.
  */
-#define XPMEM_EXT_F_WHOLE_AS	0x01UL	/* make(NULL, XPMEM_MAXADDR_SIZE) works */
-#define XPMEM_EXT_F_ANY_MEMORY	0x02UL	/* any mapped page-aligned range exports */
-#define XPMEM_EXT_F_MIGRATE	0x04UL	/* private anonymous ranges export by
-					 * in-place migration onto shared memory */
-#define XPMEM_EXT_F_CROSS_USER	0x08UL	/* peers with another uid can attach
-					 * when the permit mode allows it */
-#define XPMEM_EXT_F_REVOKE	0x10UL	/* remove/owner exit revokes existing
-					 * attachments (access => SIGBUS) */
-#define XPMEM_EXT_F_COHERENT	0x20UL	/* attachments follow the owner's later
-					 * munmap/mmap/fork (mirror) */
+/* make(NULL, XPMEM_MAXADDR_SIZE) works */
+#define XPMEM_EXT_F_WHOLE_AS	0x01UL
+/* any mapped page-aligned range exports */
+#define XPMEM_EXT_F_ANY_MEMORY	0x02UL
+/* private anonymous ranges export by in-place migration onto shared memory */
+#define XPMEM_EXT_F_MIGRATE	0x04UL
+/* peers with another uid can attach when the permit mode allows it */
+#define XPMEM_EXT_F_CROSS_USER	0x08UL
+/* remove/owner exit revokes existing attachments (access => SIGBUS) */
+#define XPMEM_EXT_F_REVOKE	0x10UL
+/* attachments follow the owner's later munmap/mmap/fork (mirror) */
+#define XPMEM_EXT_F_COHERENT	0x20UL
 
 /* xpmem_ext_features - XPMEM_EXT_F_* of the active backend; 0 if none. */
 unsigned long xpmem_ext_features(void);
