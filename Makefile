@@ -72,7 +72,7 @@ endif
 
 .DEFAULT_GOAL := all
 FORCE:
-.PHONY: FORCE all userspace lib tests tools module modules host-tests check demo \
+.PHONY: FORCE all userspace lib tests tools module modules host-tests check demo bench \
 	deps sparse checkpatch w1 install uninstall clean distclean help debug-kernel
 .DELETE_ON_ERROR:
 # Never delete these as make intermediates.
@@ -86,6 +86,7 @@ help:
 	@echo "make               build module (KDIR=...), library, tools, selftests"
 	@echo "make check         host tests + QEMU runs on KERNELS='$(KERNELS)' [SUITES=words]"
 	@echo "make demo          boot debian-6.1 and run the owner/attacher demo"
+	@echo "make bench         xpmem-bench in the first of KERNELS (BENCH_ARGS=...)"
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
 	@echo "make install       PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
@@ -226,6 +227,10 @@ check: userspace
 
 demo: userspace
 	@tools/qemu/run.sh --demo debian-6.1
+
+# First-touch and copy costs, side by side in one VM run (ratios only).
+bench: userspace
+	@tools/qemu/run.sh --bench $(firstword $(KERNELS))
 
 # ---------------------------------------------------------------- install ----
 

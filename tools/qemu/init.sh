@@ -162,6 +162,27 @@ if [ "$MODE" = demo ]; then
 	sleep 5; poweroff -f
 fi
 
+if [ "$MODE" = bench ]; then
+	say "---- bench: through the module ----"
+	if insmod /xpmem.ko; then
+		# shellcheck disable=SC2086 # BENCH_ARGS is a word list
+		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-bench $BENCH_ARGS -m anon)
+		# shellcheck disable=SC2086
+		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-bench $BENCH_ARGS -m alloc)
+		unload_module && say "module unloaded"
+	else
+		say "insmod /xpmem.ko failed"
+	fi
+	say "---- bench: fallback (POSIX shm) ----"
+	# shellcheck disable=SC2086
+	(cd /tmp && XPMEM_BACKEND=shm /tools/xpmem-bench $BENCH_ARGS -m alloc)
+	rec DONE
+	say "done, powering off"
+	sync
+	reboot -f
+	sleep 5; poweroff -f
+fi
+
 # ---- check mode -------------------------------------------------------------
 
 if [ -w /sys/kernel/debug/kmemleak ]; then

@@ -1,11 +1,13 @@
 #!/bin/bash
 # Boot one test kernel in QEMU (TCG) and run the selftests in it.
 #
-# Usage: tools/qemu/run.sh [--demo] KERNEL [SUITE-FILTER...]
+# Usage: tools/qemu/run.sh [--demo|--bench] KERNEL [SUITE-FILTER...]
 #   KERNEL        debian-6.1 | debian-6.12 | debug-6.12
 #   SUITE-FILTER  words; only suites whose name contains one of them run
 #                 (e.g. `tools/qemu/run.sh debian-6.1 xpmem_basic`)
 #   --demo        run /tools/xpmem-demo with and without the module instead
+#   --bench       run /tools/xpmem-bench (BENCH_ARGS) with the module, on
+#                 private anonymous and on shared memory, then on the fallback
 #
 # Steps: build xpmem.ko for KERNEL in build/mod/KERNEL, pack a busybox
 # initramfs (init = tools/qemu/init.sh) with the module, build/selftests/*,
@@ -36,7 +38,10 @@ B=${B:-build}
 . tools/qemu/kernels.sh
 
 mode=check
-if [ "${1:-}" = "--demo" ]; then mode=demo; shift; fi
+case "${1:-}" in
+--demo) mode=demo; shift ;;
+--bench) mode=bench; shift ;;
+esac
 [ $# -ge 1 ] || { sed -n '2,12p' "$0" >&2; exit 1; }
 kname=$1; shift
 filter="$*"
@@ -121,6 +126,7 @@ EOG
 	echo "KERNEL_NAME='$kname'"
 	echo "SUITE_TIMEOUT=$suite_timeout"
 	echo "SUITE_FILTER='$filter'"
+	echo "BENCH_ARGS='${BENCH_ARGS:--s 32 -r 3}'"
 } > "$root/etc/xpmem-run.conf"
 (cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 > "$out/initramfs.cpio.gz"
 
@@ -244,6 +250,12 @@ if [ "$mode" = demo ]; then
 		pass=$(grep -c 'xpmem-demo: SUCCESS' "$out/console.log")
 	fi
 	grep -q 'xpmem-demo: FAILED' "$out/console.log" && bad "the demo program reported a failure"
+fi
+if [ "$mode" = bench ]; then
+	# Ratios only: under TCG absolute times mean nothing.
+	tr -d '\r' < "$out/console.log" | grep -E '^xpmem-bench' | sed 's/^/  | /'
+	pass=$(tr -d '\r' < "$out/console.log" | grep -c '^xpmem-bench: backend' || true)
+	[ "$pass" = 3 ] || bad "xpmem-bench did not complete its three runs"
 fi
 grep -q '^@@XPMEM DONE' "$res" || bad "VM did not report DONE (crashed, hung or panicked?)"
 
