@@ -253,6 +253,50 @@ static int child_attach(xpmem_segid_t segid, int flags, off_t off,
 	return 0;
 }
 
+/*
+ * The test process's own anonymous buffer, exported and attached by the
+ * test process itself (the owner and the attacher are the same mm).
+ */
+struct own_att {
+	char *buf;		/* the owner's side */
+	size_t len;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *a;		/* the attachment */
+};
+
+/* mmap @len, fill with @c, MAKE with @mode, GET with @flags, ATTACH it all. */
+static int own_att_setup(int fd, struct own_att *o, size_t len, int mode,
+			 int flags, int c)
+{
+	void *va = NULL;
+	int ret;
+
+	o->len = len;
+	o->buf = map_anon(len);
+	if (!o->buf)
+		return -ENOMEM;
+	memset(o->buf, c, len);
+	ret = xp_make(fd, o->buf, len, mode, &o->segid);
+	if (!ret)
+		ret = xp_get(fd, o->segid, flags, &o->apid);
+	if (!ret)
+		ret = xp_attach(fd, o->apid, 0, len, NULL, &va);
+	o->a = va;
+	return ret;
+}
+
+/* RELEASE (which detaches), REMOVE, munmap the owner's buffer. */
+static int own_att_teardown(int fd, struct own_att *o)
+{
+	int ret = xp_release(fd, o->apid);
+
+	if (!ret)
+		ret = xp_remove(fd, o->segid);
+	munmap(o->buf, o->len);
+	return ret;
+}
+
 /* ---- fixture ------------------------------------------------------------ */
 
 FIXTURE(xpmem)
@@ -802,39 +846,28 @@ TEST_F(xpmem, owner_changes_are_mirrored)
 /* Page migration between NUMA nodes: the attacher follows the page. */
 TEST_F(xpmem, numa_migration)
 {
-	xpmem_segid_t segid;
-	xpmem_apid_t apid;
 	int node = 1, status = -1;
-	char *buf, *a;
-	void *page, *va;
+	struct own_att o;
+	void *page;
 
 	if (access("/sys/devices/system/node/node1", F_OK))
 		SKIP(return, "VM has a single NUMA node");
-	buf = map_anon(PAGE);
-	ASSERT_NE(NULL, buf);
-	memset(buf, 'm', PAGE);
-	ASSERT_EQ(0, xp_make(self->fd, buf, PAGE, 0600, &segid));
-	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
-	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, PAGE, NULL, &va));
-	a = va;
-	ASSERT_EQ('m', a[0]);
+	ASSERT_EQ(0, own_att_setup(self->fd, &o, PAGE, 0600, XPMEM_RDWR, 'm'));
+	ASSERT_EQ('m', o.a[0]);
 
 	/* query, then move to the other node */
-	page = buf;
+	page = o.buf;
 	ASSERT_EQ(0, syscall(SYS_move_pages, 0, 1, &page, NULL, &status, 0));
 	node = status == 0 ? 1 : 0;
 	ASSERT_EQ(0, syscall(SYS_move_pages, 0, 1, &page, &node, &status, 0));
 	ASSERT_EQ(node, status);
 	/* the owner writes to the new page; a stale mapping would miss it */
-	buf[0] = 'n';
-	ASSERT_EQ('n', a[0]);
-	a[1] = 'o';
-	ASSERT_EQ('o', buf[1]);
-	ASSERT_EQ(0, xp_detach(self->fd, a));
-	ASSERT_EQ(0, xp_release(self->fd, apid));
-	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	o.buf[0] = 'n';
+	ASSERT_EQ('n', o.a[0]);
+	o.a[1] = 'o';
+	ASSERT_EQ('o', o.buf[1]);
+	ASSERT_EQ(0, own_att_teardown(self->fd, &o));
 	ASSERT_COUNTERS_AT_BASE();
-	munmap(buf, PAGE);
 }
 
 /* The owner exits: the attacher gets SIGBUS, and can still clean up. */
@@ -1097,25 +1130,15 @@ TEST_F(xpmem, futex_and_gup_on_shmem)
 
 TEST_F(xpmem, private_futex_on_anon)
 {
-	xpmem_segid_t segid;
-	xpmem_apid_t apid;
-	int *buf, *a;
-	void *va;
+	struct own_att o;
 
-	buf = map_anon(PAGE);
-	ASSERT_NE(NULL, buf);
-	buf[0] = 5;
-	ASSERT_EQ(0, xp_make(self->fd, buf, PAGE, 0600, &segid));
-	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
-	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, PAGE, NULL, &va));
-	a = va;
-	ASSERT_EQ(0, sys_futex(a, FUTEX_WAKE_PRIVATE, 1, NULL));
-	ASSERT_EQ(-1, sys_futex(a, FUTEX_WAIT_PRIVATE, 4, NULL));
+	ASSERT_EQ(0, own_att_setup(self->fd, &o, PAGE, 0600, XPMEM_RDWR, 0));
+	((int *)o.buf)[0] = 5;
+	ASSERT_EQ(0, sys_futex(o.a, FUTEX_WAKE_PRIVATE, 1, NULL));
+	ASSERT_EQ(-1, sys_futex(o.a, FUTEX_WAIT_PRIVATE, 4, NULL));
 	ASSERT_EQ(EAGAIN, errno);
-	ASSERT_EQ(0, xp_release(self->fd, apid));
-	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(0, own_att_teardown(self->fd, &o));
 	ASSERT_COUNTERS_AT_BASE();
-	munmap(buf, PAGE);
 }
 
 /* Segments live in their IPC namespace. */
@@ -1213,26 +1236,16 @@ TEST_F(xpmem, close_cleans_up)
 TEST_F(xpmem, self_attach)
 {
 	const size_t len = 64 * PAGE;
-	xpmem_segid_t segid;
-	xpmem_apid_t apid;
-	char *buf, *a;
-	void *va;
+	struct own_att o;
 
-	buf = map_anon(len);
-	ASSERT_NE(NULL, buf);
-	fill(buf, len, 4);
-	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
-	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
-	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, len, NULL, &va));
-	a = va;
-	ASSERT_EQ(0, check(a, len, 4));
-	fill(a, len, 5);
-	ASSERT_EQ(0, check(buf, len, 5));
-	ASSERT_EQ(0, xp_detach(self->fd, a));
-	ASSERT_EQ(0, xp_release(self->fd, apid));
-	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(0, own_att_setup(self->fd, &o, len, 0600, XPMEM_RDWR, 0));
+	fill(o.buf, len, 4);
+	ASSERT_EQ(0, check(o.a, len, 4));
+	fill(o.a, len, 5);
+	ASSERT_EQ(0, check(o.buf, len, 5));
+	ASSERT_EQ(0, xp_detach(self->fd, o.a));
+	ASSERT_EQ(0, own_att_teardown(self->fd, &o));
 	ASSERT_COUNTERS_AT_BASE();
-	munmap(buf, len);
 }
 
 /* A fault maps the resident neighbours too: far fewer faults than pages. */
@@ -1281,69 +1294,51 @@ TEST_F(xpmem, faults_are_batched)
 /* RDWR attachment of memory the owner maps read-only: reads, no writes. */
 TEST_F(xpmem, rdwr_attach_of_readonly_owner_memory)
 {
-	xpmem_segid_t segid;
-	xpmem_apid_t apid;
-	char *buf, *a;
-	void *va;
+	struct own_att o;
 
-	buf = map_anon(2 * PAGE);
-	ASSERT_NE(NULL, buf);
-	memset(buf, 'R', 2 * PAGE);
-	ASSERT_EQ(0, mprotect(buf, 2 * PAGE, PROT_READ));
-	ASSERT_EQ(0, xp_make(self->fd, buf, 2 * PAGE, 0600, &segid));
-	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
-	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, 2 * PAGE, NULL, &va));
-	a = va;
-	ASSERT_EQ('R', a[0]);
-	ASSERT_EQ('R', a[PAGE + 7]);
-	ASSERT_EQ(SIGBUS, probe(a, 1, 'w'));
-	ASSERT_EQ('R', buf[0]);
+	ASSERT_EQ(0, own_att_setup(self->fd, &o, 2 * PAGE, 0600, XPMEM_RDWR,
+				   'R'));
+	ASSERT_EQ(0, mprotect(o.buf, 2 * PAGE, PROT_READ));
+	ASSERT_EQ('R', o.a[0]);
+	ASSERT_EQ('R', o.a[PAGE + 7]);
+	ASSERT_EQ(SIGBUS, probe(o.a, 1, 'w'));
+	ASSERT_EQ('R', o.buf[0]);
 	/* once the owner allows writes, so does the attachment */
-	ASSERT_EQ(0, mprotect(buf, 2 * PAGE, PROT_READ | PROT_WRITE));
-	ASSERT_EQ(0, probe(a, 1, 'w'));
-	ASSERT_EQ('w', buf[0]);
-	ASSERT_EQ(0, xp_release(self->fd, apid));
-	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(0, mprotect(o.buf, 2 * PAGE, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(0, probe(o.a, 1, 'w'));
+	ASSERT_EQ('w', o.buf[0]);
+	ASSERT_EQ(0, own_att_teardown(self->fd, &o));
 	ASSERT_COUNTERS_AT_BASE();
-	munmap(buf, 2 * PAGE);
 }
 
 /* DETACH removes every piece of a split or moved attachment. */
 TEST_F(xpmem, detach_after_split_and_mremap)
 {
-	xpmem_segid_t segid;
-	xpmem_apid_t apid;
-	char *buf, *a, *moved;
+	struct own_att o;
+	char *moved;
 	void *va;
 
-	buf = map_anon(4 * PAGE);
-	ASSERT_NE(NULL, buf);
-	memset(buf, 's', 4 * PAGE);
-	ASSERT_EQ(0, xp_make(self->fd, buf, 4 * PAGE, 0600, &segid));
-	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
-	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, 4 * PAGE, NULL, &va));
-	a = va;
+	ASSERT_EQ(0, own_att_setup(self->fd, &o, 4 * PAGE, 0600, XPMEM_RDWR,
+				   's'));
 	/* split into three VMAs, then move the last one elsewhere */
-	ASSERT_EQ(0, mprotect(a + PAGE, PAGE, PROT_READ));
+	ASSERT_EQ(0, mprotect(o.a + PAGE, PAGE, PROT_READ));
 	va = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, va);
-	moved = mremap(a + 3 * PAGE, PAGE, PAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
-		       va);
+	moved = mremap(o.a + 3 * PAGE, PAGE, PAGE,
+		       MREMAP_MAYMOVE | MREMAP_FIXED, va);
 	ASSERT_EQ(va, moved);
 	ASSERT_EQ('s', moved[0]);
-	buf[3 * PAGE] = 't';
+	o.buf[3 * PAGE] = 't';
 	ASSERT_EQ('t', moved[0]);
-	ASSERT_EQ('s', a[PAGE]);
+	ASSERT_EQ('s', o.a[PAGE]);
 	ASSERT_EQ(self->atts + 1, stat_read("attachments"));
-	ASSERT_EQ(0, xp_detach(self->fd, a + 2 * PAGE));
-	ASSERT_EQ(SIGSEGV, probe(a, 0, 0));
-	ASSERT_EQ(SIGSEGV, probe(a + PAGE, 0, 0));
+	ASSERT_EQ(0, xp_detach(self->fd, o.a + 2 * PAGE));
+	ASSERT_EQ(SIGSEGV, probe(o.a, 0, 0));
+	ASSERT_EQ(SIGSEGV, probe(o.a + PAGE, 0, 0));
 	ASSERT_EQ(SIGSEGV, probe(moved, 0, 0));
 	ASSERT_EQ(self->atts, stat_read("attachments"));
-	ASSERT_EQ(0, xp_release(self->fd, apid));
-	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(0, own_att_teardown(self->fd, &o));
 	ASSERT_COUNTERS_AT_BASE();
-	munmap(buf, 4 * PAGE);
 }
 
 /* exec replaces the mm: everything the old image had goes away. */
