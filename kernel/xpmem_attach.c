@@ -397,6 +397,7 @@ static void xpmem_att_free(struct xpmem_att *att)
 	spin_lock(&permit->lock);
 	list_del(&att->permit_node);
 	spin_unlock(&permit->lock);
+	xpmem_seg_del_att(att->seg, att);
 	xpmem_seg_put(att->seg);
 	xpmem_permit_put(permit);
 	kfree(att);
@@ -483,6 +484,7 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
 	list_add(&att->permit_node, &permit->atts);
 	spin_unlock(&permit->lock);
 	xpmem_seg_get(seg);
+	xpmem_seg_add_att(seg, att);
 	atomic_long_inc(&xpmem_stats.attachments);
 
 	/* The file's f_op->owner reference is taken here, dropped by fput. */

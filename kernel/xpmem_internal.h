@@ -42,6 +42,7 @@
  *   seg->lock
  *     permit->lock               attachment list (also taken alone, under
  *                                an attacher's mmap_lock)
+ *   seg->att_lock                the segment's attachment list; leaf
  *   xpmem_id_lock                id tables; leaf spinlock
  *
  * The invalidate callback (owner mmap_lock or reclaim context) takes
@@ -99,6 +100,8 @@ struct xpmem_seg {
 	bool notifier_live;
 	struct mutex lock;		/* the notifier lock */
 	bool removed;			/* under lock: no new PTEs */
+	spinlock_t att_lock;		/* protects atts */
+	struct list_head atts;		/* xpmem_att.seg_node, all permits */
 };
 
 struct xpmem_permit {
@@ -118,6 +121,7 @@ struct xpmem_att {
 	struct xpmem_permit *permit;	/* referenced */
 	struct xpmem_seg *seg;		/* referenced */
 	struct list_head permit_node;
+	struct list_head seg_node;
 	struct mm_struct *mm;		/* attacher mm (identity only) */
 	unsigned long offset;		/* segment offset at attach time */
 	unsigned long size;
@@ -172,5 +176,7 @@ void xpmem_att_unmap_all(struct xpmem_permit *permit);
 void xpmem_att_kill_all(struct xpmem_permit *permit);
 void xpmem_seg_zap(struct xpmem_seg *seg, unsigned long offset,
 		   unsigned long len);
+void xpmem_seg_add_att(struct xpmem_seg *seg, struct xpmem_att *att);
+void xpmem_seg_del_att(struct xpmem_seg *seg, struct xpmem_att *att);
 
 #endif /* _XPMEM_INTERNAL_H */

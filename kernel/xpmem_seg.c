@@ -138,6 +138,43 @@ void xpmem_seg_exit(void)
 	destroy_workqueue(xpmem_zap_wq);
 }
 
+/*
+ * An attachment keeps the file offsets it was created with for life (split
+ * and mremap keep vm_pgoff), so this list says which segment offsets can
+ * have attacher PTEs at all.
+ */
+void xpmem_seg_add_att(struct xpmem_seg *seg, struct xpmem_att *att)
+{
+	spin_lock(&seg->att_lock);
+	list_add(&att->seg_node, &seg->atts);
+	spin_unlock(&seg->att_lock);
+}
+
+void xpmem_seg_del_att(struct xpmem_seg *seg, struct xpmem_att *att)
+{
+	spin_lock(&seg->att_lock);
+	list_del(&att->seg_node);
+	spin_unlock(&seg->att_lock);
+}
+
+static bool xpmem_seg_attached(struct xpmem_seg *seg, unsigned long offset,
+			       unsigned long len)
+{
+	struct xpmem_att *att;
+	bool hit = false;
+
+	spin_lock(&seg->att_lock);
+	list_for_each_entry(att, &seg->atts, seg_node) {
+		if (offset < att->offset + att->size &&
+		    att->offset < offset + len) {
+			hit = true;
+			break;
+		}
+	}
+	spin_unlock(&seg->att_lock);
+	return hit;
+}
+
 static bool xpmem_seg_invalidate(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,
 				 unsigned long cur_seq)
@@ -159,8 +196,13 @@ static bool xpmem_seg_invalidate(struct mmu_interval_notifier *mni,
 	mmu_interval_set_seq(mni, cur_seq);
 	mutex_unlock(&seg->lock);
 
-	/* Nothing to zap (and no worker round trip) without attachments. */
-	if (start < end && mapping_mapped(seg->inode->i_mapping))
+	/*
+	 * Nothing to zap, and no worker round trip, unless an attachment
+	 * covers the range: an owner exporting its whole address space
+	 * munmaps and mprotects all the time, mostly where nobody attached.
+	 */
+	if (start < end &&
+	    xpmem_seg_attached(seg, start - seg->vaddr, end - start))
 		xpmem_seg_zap_from_notifier(seg, start - seg->vaddr,
 					    end - start);
 	atomic_long_inc(&xpmem_stats.invalidations);
@@ -205,6 +247,8 @@ int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
 		return -ENOMEM;
 	kref_init(&seg->ref);
 	mutex_init(&seg->lock);
+	spin_lock_init(&seg->att_lock);
+	INIT_LIST_HEAD(&seg->atts);
 	INIT_LIST_HEAD(&seg->ctx_node);
 	INIT_HLIST_NODE(&seg->id.node);
 	seg->vaddr = vaddr;

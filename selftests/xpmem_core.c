@@ -1341,6 +1341,43 @@ TEST_F(xpmem, detach_after_split_and_mremap)
 	ASSERT_COUNTERS_AT_BASE();
 }
 
+/* Invalidation reaches an attachment of part of a segment, and only it. */
+TEST_F(xpmem, partial_attachment_invalidation)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *buf, *a, *b;
+	void *va;
+
+	buf = map_anon(4 * PAGE);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'p', 4 * PAGE);
+	ASSERT_EQ(0, xp_make(self->fd, buf, 4 * PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 2 * PAGE, PAGE, NULL, &va));
+	a = va;
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, PAGE, NULL, &va));
+	b = va;
+	ASSERT_EQ('p', a[0]);
+	ASSERT_EQ('p', b[0]);
+	/* outside the first attachment, inside the second */
+	ASSERT_EQ(0, madvise(buf, PAGE, MADV_DONTNEED));
+	ASSERT_EQ('p', a[0]);
+	ASSERT_EQ(0, b[0]);
+	ASSERT_EQ(0, madvise(buf + 2 * PAGE, PAGE, MADV_DONTNEED));
+	ASSERT_EQ(0, a[0]);
+	buf[2 * PAGE] = 'q';
+	ASSERT_EQ('q', a[0]);
+	ASSERT_EQ(0, xp_detach(self->fd, b));
+	/* no attachment covers page 0 any more; page 2 still follows */
+	ASSERT_EQ(0, madvise(buf, 4 * PAGE, MADV_DONTNEED));
+	ASSERT_EQ(0, a[0]);
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, 4 * PAGE);
+}
+
 /* exec replaces the mm: everything the old image had goes away. */
 TEST_F(xpmem, exec_cleans_up)
 {
