@@ -615,19 +615,23 @@ void xpmem_att_unmap_all(struct xpmem_permit *permit)
 void xpmem_att_kill_all(struct xpmem_permit *permit)
 {
 	struct xpmem_seg *seg = permit->seg;
+	unsigned long lo = ULONG_MAX, hi = 0;
 	struct xpmem_att *att;
-	bool any = false;
 
 	mutex_lock(&seg->lock);
 	spin_lock(&permit->lock);
 	list_for_each_entry(att, &permit->atts, permit_node) {
 		att->dead = true;
-		any = true;
+		/* already unmapped (RELEASE), only waiting for its fput */
+		if (!atomic_read(&att->nr_vmas))
+			continue;
+		lo = min(lo, att->offset);
+		hi = max(hi, att->offset + att->size);
 	}
 	spin_unlock(&permit->lock);
 	mutex_unlock(&seg->lock);
 
-	/* Other attachers of the segment only refault. */
-	if (any)
-		xpmem_seg_zap(seg, 0, 0);
+	/* Other attachers of the same offsets only refault. */
+	if (lo < hi)
+		xpmem_seg_zap(seg, lo, hi - lo);
 }
