@@ -26,13 +26,9 @@ static int xpmem_open(struct inode *inode, struct file *file)
 
 	if (!current->mm)
 		return -EINVAL;
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = xpmem_ctx_alloc();
 	if (!ctx)
 		return -ENOMEM;
-	INIT_LIST_HEAD(&ctx->segs);
-	INIT_LIST_HEAD(&ctx->permits);
-	mmgrab(current->mm);
-	ctx->mm = current->mm;
 	file->private_data = ctx;
 	return 0;
 }
@@ -51,6 +47,7 @@ static int xpmem_release(struct inode *inode, struct file *file)
 		if (permit) {
 			list_del_init(&permit->ctx_node);
 			permit->ctx = NULL;
+			atomic_dec(&ctx->nr_permits);
 		}
 		mutex_unlock(&xpmem_obj_lock);
 		if (!permit)
@@ -65,6 +62,7 @@ static int xpmem_release(struct inode *inode, struct file *file)
 		if (seg) {
 			list_del_init(&seg->ctx_node);
 			seg->ctx = NULL;
+			atomic_dec(&ctx->nr_segs);
 		}
 		mutex_unlock(&xpmem_obj_lock);
 		if (!seg)
@@ -72,8 +70,7 @@ static int xpmem_release(struct inode *inode, struct file *file)
 		xpmem_seg_remove(seg);
 		xpmem_seg_put(seg);
 	}
-	mmdrop(ctx->mm);
-	kfree(ctx);
+	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
 	return 0;
 }
 
@@ -209,29 +206,23 @@ static int __init xpmem_init(void)
 {
 	int ret;
 
-	ret = xpmem_seg_init();
+	ret = xpmem_fault_init();
 	if (ret)
 		return ret;
-	ret = xpmem_fs_init();
-	if (ret)
-		goto exit_seg;
 	ret = misc_register(&xpmem_dev);
 	if (ret)
-		goto exit_fs;
+		goto exit_fault;
 	return 0;
 
-exit_fs:
-	xpmem_fs_exit();
-exit_seg:
-	xpmem_seg_exit();
+exit_fault:
+	xpmem_fault_exit();
 	return ret;
 }
 
 static void __exit xpmem_exit(void)
 {
 	misc_deregister(&xpmem_dev);
-	xpmem_fs_exit();
-	xpmem_seg_exit();
+	xpmem_fault_exit();
 }
 
 module_init(xpmem_init);

@@ -78,7 +78,8 @@ static int xpmem_seg_access(const struct xpmem_seg *seg, int flags)
  * library always passes NULL).
  *
  * Return: 0, -EINVAL for bad flags, permit type or id, -ENOENT for an unknown,
- * removed or foreign-namespace segment, -EACCES, -ENOMEM.
+ * removed or foreign-namespace segment or an exited owner, -EACCES,
+ * -ENOSPC over the max_permits limit, -ENOMEM.
  */
 int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 {
@@ -96,7 +97,8 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 	seg = xpmem_seg_lookup(cmd->segid);
 	if (!seg)
 		return -ENOENT;
-	if (seg->ipc_ns != current->nsproxy->ipc_ns) {
+	if (seg->ipc_ns != current->nsproxy->ipc_ns ||
+	    !xpmem_seg_owner_alive(seg)) {
 		ret = -ENOENT;
 		goto put_seg;
 	}
@@ -104,13 +106,18 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 	if (ret)
 		goto put_seg;
 
-	permit = kzalloc(sizeof(*permit), GFP_KERNEL);
+	if (!xpmem_charge(&ctx->nr_permits, READ_ONCE(xpmem_max_permits))) {
+		ret = -ENOSPC;
+		goto put_seg;
+	}
+	permit = kzalloc(sizeof(*permit), GFP_KERNEL_ACCOUNT);
 	if (!permit) {
+		atomic_dec(&ctx->nr_permits);
 		ret = -ENOMEM;
 		goto put_seg;
 	}
 	kref_init(&permit->ref);
-	spin_lock_init(&permit->lock);
+	mutex_init(&permit->lock);
 	INIT_LIST_HEAD(&permit->atts);
 	INIT_LIST_HEAD(&permit->ctx_node);
 	INIT_HLIST_NODE(&permit->id.node);
@@ -120,15 +127,11 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 	atomic_long_inc(&xpmem_stats.permits);
 
 	mutex_lock(&xpmem_obj_lock);
-	if (!seg->ctx) {
-		/* removed since the lookup */
-		mutex_unlock(&xpmem_obj_lock);
-		xpmem_permit_put(permit);
-		return -ENOENT;
-	}
-	ret = xpmem_id_publish(&permit->id, false);
+	/* removed since the lookup? */
+	ret = seg->ctx ? xpmem_id_publish(&permit->id, false) : -ENOENT;
 	if (ret) {
 		mutex_unlock(&xpmem_obj_lock);
+		atomic_dec(&ctx->nr_permits);
 		xpmem_permit_put(permit);
 		return ret;
 	}
@@ -153,9 +156,9 @@ put_seg:
 void xpmem_permit_release(struct xpmem_permit *permit, bool unmap)
 {
 	xpmem_id_unpublish(&permit->id);
-	spin_lock(&permit->lock);
+	mutex_lock(&permit->lock);
 	permit->released = true;
-	spin_unlock(&permit->lock);
+	mutex_unlock(&permit->lock);
 
 	if (unmap)
 		xpmem_att_unmap_all(permit);
@@ -189,6 +192,7 @@ int xpmem_cmd_release(struct xpmem_ctx *ctx, xpmem_apid_t apid)
 	} else {
 		list_del_init(&permit->ctx_node);
 		permit->ctx = NULL;
+		atomic_dec(&ctx->nr_permits);
 	}
 	mutex_unlock(&xpmem_obj_lock);
 
