@@ -385,10 +385,15 @@ static void xpmem_fault_window(struct vm_fault *vmf,
 			    xpmem_window_pages() << PAGE_SHIFT;
 	unsigned long addr = vmf->address & PAGE_MASK;
 
-	*lo = max(ALIGN_DOWN(addr, win), vma->vm_start);
-	*hi = min(ALIGN_DOWN(addr, win) + win, vma->vm_end);
-	*lo = max(*lo, addr - (oaddr - ovma->vm_start));
-	*hi = min(*hi, addr + (ovma->vm_end - oaddr));
+	/* distances from the faulting page, so nothing can wrap */
+	unsigned long below = addr - max(ALIGN_DOWN(addr, win), vma->vm_start);
+	unsigned long above = min(ALIGN_DOWN(addr, win) + win, vma->vm_end) -
+			      addr;
+
+	below = min(below, oaddr - ovma->vm_start);
+	above = min(above, ovma->vm_end - oaddr);
+	*lo = addr - below;
+	*hi = addr + above;
 }
 
 /*

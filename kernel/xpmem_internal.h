@@ -48,7 +48,9 @@
  *   seg->att_lock                the segment's attachment list (mutex;
  *                                REMOVE zaps under it)
  *     att->lock
- *   permit->lock                 attachment list; spinlock, leaf
+ *   permit->lock                 the permit's attachment list (mutex;
+ *                                RELEASE zaps under it)
+ *     att->lock
  *   xpmem_id_lock                id tables; leaf spinlock
  *
  * The invalidate callback (owner mmap_lock, or reclaim) takes att->lock
