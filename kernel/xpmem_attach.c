@@ -420,16 +420,6 @@ int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
 	return 0;
 }
 
-/**
- * xpmem_att_unmap_all - munmap the caller's attachments through @permit
- * @permit: a permit of the current process
- */
-void xpmem_att_unmap_all(struct xpmem_permit *permit)
-{
-	if (current->mm == permit->mm)
-		xpmem_unmap_matching(NULL, permit);
-}
-
 /* SIGBUS from now on; PTEs inserted before are zapped. */
 static void xpmem_att_kill(struct xpmem_att *att)
 {
@@ -442,13 +432,18 @@ static void xpmem_att_kill(struct xpmem_att *att)
 }
 
 /**
- * xpmem_att_kill_all - make the remaining attachments of @permit fault
- * with SIGBUS
- * @permit: a released permit
+ * xpmem_permit_end - RELEASE a permit: it and its attachments end
+ * @permit: a permit just unlinked from its ctx (xpmem_permit_unlink*())
+ * @unmap: the caller is the permit's process: munmap its attachments
+ *         (otherwise they stay mapped but fault with SIGBUS)
  */
-void xpmem_att_kill_all(struct xpmem_permit *permit)
+void xpmem_permit_end(struct xpmem_permit *permit, bool unmap)
 {
 	struct xpmem_att *att;
+
+	xpmem_permit_withdraw(permit);
+	if (unmap && current->mm == permit->mm)
+		xpmem_unmap_matching(NULL, permit);
 
 	mutex_lock(&permit->lock);
 	list_for_each_entry(att, &permit->atts, permit_node)
@@ -457,12 +452,17 @@ void xpmem_att_kill_all(struct xpmem_permit *permit)
 }
 
 /**
- * xpmem_seg_kill_atts - end every attachment of a removed segment
- * @seg: the segment, already marked removed (no new attachments)
+ * xpmem_seg_end - REMOVE a segment: it and every attachment of it end
+ * @seg: a segment just unlinked from its ctx (xpmem_seg_unlink*())
+ *
+ * Afterwards GET and ATTACH fail with ENOENT and attacher accesses get
+ * SIGBUS.
  */
-void xpmem_seg_kill_atts(struct xpmem_seg *seg)
+void xpmem_seg_end(struct xpmem_seg *seg)
 {
 	struct xpmem_att *att;
+
+	xpmem_seg_withdraw(seg);
 
 	mutex_lock(&seg->att_lock);
 	list_for_each_entry(att, &seg->atts, seg_node)

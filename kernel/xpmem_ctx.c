@@ -15,6 +15,9 @@
 
 #include "xpmem_internal.h"
 
+/* ctx lists, seg->ctx and permit->ctx (see xpmem_internal.h) */
+DEFINE_MUTEX(xpmem_obj_lock);
+
 unsigned int xpmem_max_segments = 65536;
 module_param_named(max_segments, xpmem_max_segments, uint, 0644);
 MODULE_PARM_DESC(max_segments,

@@ -83,9 +83,18 @@ struct ipc_namespace;
 struct vm_fault;
 struct vm_area_struct;
 
+/* 2^10 buckets: plenty for the thousands of segments an MPI job creates. */
+#define XPMEM_ID_HASH_BITS	10
+
+/* An object's entry in an id table (xpmem_id.c). */
 struct xpmem_id {
 	struct hlist_node node;
 	u64 id;
+	struct kref *ref;		/* the object's; lookups take one */
+};
+
+struct xpmem_id_table {
+	struct hlist_head buckets[1 << XPMEM_ID_HASH_BITS];
 };
 
 struct xpmem_ctx {
@@ -97,8 +106,6 @@ struct xpmem_ctx {
 	atomic_t nr_permits;		/* on permits (limit: max_permits) */
 	atomic_t nr_atts;		/* alive (limit: max_attachments) */
 };
-
-extern struct mutex xpmem_obj_lock;
 
 struct xpmem_seg {
 	struct kref ref;
@@ -149,7 +156,12 @@ struct xpmem_att {
 	bool dead;			/* under lock: SIGBUS on fault */
 };
 
-/* counters (xpmem_stats.c) */
+/*
+ * Interfaces, one heading per file, in layer order: a file calls only the
+ * files above its heading here (docs/design.md, "Layers").
+ */
+
+/* xpmem_stats.c: counters, sysfs */
 struct xpmem_stats {
 	atomic_long_t segments;
 	atomic_long_t permits;
@@ -164,51 +176,58 @@ struct xpmem_stats {
 extern struct xpmem_stats xpmem_stats;
 extern const struct attribute_group *xpmem_attr_groups[];
 
-/* limits (xpmem_ctx.c), per open of /dev/xpmem */
+/* xpmem_ctx.c: device contexts and per-context limits */
+extern struct mutex xpmem_obj_lock;
 extern unsigned int xpmem_max_segments;
 extern unsigned int xpmem_max_permits;
 extern unsigned int xpmem_max_attachments;
-/* xpmem_ctx.c */
 bool xpmem_charge(atomic_t *count, unsigned int limit);
 struct xpmem_ctx *xpmem_ctx_alloc(void);
 void xpmem_ctx_get(struct xpmem_ctx *ctx);
 void xpmem_ctx_put(struct xpmem_ctx *ctx);
 
-/* xpmem_id.c */
-int xpmem_id_publish(struct xpmem_id *id, bool is_seg);
+/* xpmem_id.c: id tables */
+int xpmem_id_publish(struct xpmem_id_table *table, struct xpmem_id *id,
+		     struct kref *ref);
 void xpmem_id_unpublish(struct xpmem_id *id);
-struct xpmem_seg *xpmem_seg_lookup(u64 segid);
-struct xpmem_permit *xpmem_permit_lookup(u64 apid);
+struct xpmem_id *xpmem_id_lookup(struct xpmem_id_table *table, u64 id);
 
-/* xpmem_seg.c */
+/* xpmem_seg.c: segments */
 int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
-int xpmem_cmd_remove(struct xpmem_ctx *ctx, xpmem_segid_t segid);
-void xpmem_seg_remove(struct xpmem_seg *seg);
+struct xpmem_seg *xpmem_seg_lookup(xpmem_segid_t segid);
 void xpmem_seg_get(struct xpmem_seg *seg);
 void xpmem_seg_put(struct xpmem_seg *seg);
 bool xpmem_seg_owner_alive(struct xpmem_seg *seg);
+struct xpmem_seg *xpmem_seg_unlink(struct xpmem_ctx *ctx,
+				   xpmem_segid_t segid);
+struct xpmem_seg *xpmem_seg_unlink_any(struct xpmem_ctx *ctx);
+void xpmem_seg_withdraw(struct xpmem_seg *seg);
 
-/* xpmem_permit.c */
+/* xpmem_permit.c: access permits */
 int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd);
-int xpmem_cmd_release(struct xpmem_ctx *ctx, xpmem_apid_t apid);
-void xpmem_permit_release(struct xpmem_permit *permit, bool unmap);
+struct xpmem_permit *xpmem_permit_lookup(xpmem_apid_t apid);
 void xpmem_permit_get(struct xpmem_permit *permit);
 void xpmem_permit_put(struct xpmem_permit *permit);
+struct xpmem_permit *xpmem_permit_unlink(struct xpmem_ctx *ctx,
+					 xpmem_apid_t apid);
+struct xpmem_permit *xpmem_permit_unlink_any(struct xpmem_ctx *ctx);
+void xpmem_permit_withdraw(struct xpmem_permit *permit);
 
-/* xpmem_attach.c */
-int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd);
-int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
-void xpmem_att_unmap_all(struct xpmem_permit *permit);
-void xpmem_att_kill_all(struct xpmem_permit *permit);
-void xpmem_seg_kill_atts(struct xpmem_seg *seg);
-bool xpmem_vma_is_att(struct vm_area_struct *vma);
-void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
-		   unsigned long len);
-
-/* xpmem_fault.c */
+/* xpmem_fault.c: the mirror (notifier, zap worker, page fault) */
 int xpmem_fault_init(void);
 void xpmem_fault_exit(void);
 extern const struct vm_operations_struct xpmem_vm_ops;
 extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
+bool xpmem_vma_is_att(struct vm_area_struct *vma);
+void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
+		   unsigned long len);
+
+/* xpmem_attach.c: attachments; the end of permits and segments */
+int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd);
+int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
+void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);
+void xpmem_seg_end(struct xpmem_seg *seg);
+
+/* xpmem_main.c: the device, ioctl dispatch (calls everything above) */
 
 #endif /* _XPMEM_INTERNAL_H */

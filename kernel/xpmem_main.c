@@ -17,9 +17,6 @@
 
 #include "xpmem_internal.h"
 
-/* ctx lists, seg->ctx and permit->ctx (see xpmem_internal.h) */
-DEFINE_MUTEX(xpmem_obj_lock);
-
 static int xpmem_open(struct inode *inode, struct file *file)
 {
 	struct xpmem_ctx *ctx;
@@ -40,37 +37,39 @@ static int xpmem_release(struct inode *inode, struct file *file)
 	struct xpmem_permit *permit;
 	struct xpmem_seg *seg;
 
-	for (;;) {
-		mutex_lock(&xpmem_obj_lock);
-		permit = list_first_entry_or_null(&ctx->permits,
-						  struct xpmem_permit, ctx_node);
-		if (permit) {
-			list_del_init(&permit->ctx_node);
-			permit->ctx = NULL;
-			atomic_dec(&ctx->nr_permits);
-		}
-		mutex_unlock(&xpmem_obj_lock);
-		if (!permit)
-			break;
-		xpmem_permit_release(permit, false);
+	while ((permit = xpmem_permit_unlink_any(ctx))) {
+		xpmem_permit_end(permit, false);
 		xpmem_permit_put(permit);
 	}
-	for (;;) {
-		mutex_lock(&xpmem_obj_lock);
-		seg = list_first_entry_or_null(&ctx->segs, struct xpmem_seg,
-					       ctx_node);
-		if (seg) {
-			list_del_init(&seg->ctx_node);
-			seg->ctx = NULL;
-			atomic_dec(&ctx->nr_segs);
-		}
-		mutex_unlock(&xpmem_obj_lock);
-		if (!seg)
-			break;
-		xpmem_seg_remove(seg);
+	while ((seg = xpmem_seg_unlink_any(ctx))) {
+		xpmem_seg_end(seg);
 		xpmem_seg_put(seg);
 	}
 	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
+	return 0;
+}
+
+/* REMOVE: the segment and every attachment of it end. */
+static int xpmem_remove(struct xpmem_ctx *ctx, xpmem_segid_t segid)
+{
+	struct xpmem_seg *seg = xpmem_seg_unlink(ctx, segid);
+
+	if (IS_ERR(seg))
+		return PTR_ERR(seg);
+	xpmem_seg_end(seg);
+	xpmem_seg_put(seg);
+	return 0;
+}
+
+/* RELEASE: the permit ends; the caller's attachments through it go. */
+static int xpmem_release_permit(struct xpmem_ctx *ctx, xpmem_apid_t apid)
+{
+	struct xpmem_permit *permit = xpmem_permit_unlink(ctx, apid);
+
+	if (IS_ERR(permit))
+		return PTR_ERR(permit);
+	xpmem_permit_end(permit, true);
+	xpmem_permit_put(permit);
 	return 0;
 }
 
@@ -85,7 +84,7 @@ static long xpmem_ioctl_make(struct xpmem_ctx *ctx, void __user *uarg)
 	if (ret)
 		return ret;
 	if (put_user(cmd.segid, &((struct xpmem_cmd_make __user *)uarg)->segid)) {
-		xpmem_cmd_remove(ctx, cmd.segid);
+		xpmem_remove(ctx, cmd.segid);
 		return -EFAULT;
 	}
 	return 0;
@@ -97,7 +96,7 @@ static long xpmem_ioctl_remove(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_cmd_remove(ctx, cmd.segid);
+	return xpmem_remove(ctx, cmd.segid);
 }
 
 static long xpmem_ioctl_get(struct xpmem_ctx *ctx, void __user *uarg)
@@ -111,7 +110,7 @@ static long xpmem_ioctl_get(struct xpmem_ctx *ctx, void __user *uarg)
 	if (ret)
 		return ret;
 	if (put_user(cmd.apid, &((struct xpmem_cmd_get __user *)uarg)->apid)) {
-		xpmem_cmd_release(ctx, cmd.apid);
+		xpmem_release_permit(ctx, cmd.apid);
 		return -EFAULT;
 	}
 	return 0;
@@ -123,7 +122,7 @@ static long xpmem_ioctl_release(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_cmd_release(ctx, cmd.apid);
+	return xpmem_release_permit(ctx, cmd.apid);
 }
 
 static long xpmem_ioctl_attach(struct xpmem_ctx *ctx, void __user *uarg)

@@ -20,6 +20,21 @@
 #define XPMEM_MODE_READ		04
 #define XPMEM_MODE_WRITE	02
 
+static struct xpmem_id_table xpmem_permit_ids;
+
+/**
+ * xpmem_permit_lookup - find a published access permit
+ * @apid: its id
+ *
+ * Return: the permit with a new reference, or NULL.
+ */
+struct xpmem_permit *xpmem_permit_lookup(xpmem_apid_t apid)
+{
+	struct xpmem_id *id = xpmem_id_lookup(&xpmem_permit_ids, apid);
+
+	return id ? container_of(id, struct xpmem_permit, id) : NULL;
+}
+
 void xpmem_permit_get(struct xpmem_permit *permit)
 {
 	kref_get(&permit->ref);
@@ -128,7 +143,8 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 
 	mutex_lock(&xpmem_obj_lock);
 	/* removed since the lookup? */
-	ret = seg->ctx ? xpmem_id_publish(&permit->id, false) : -ENOENT;
+	ret = seg->ctx ? xpmem_id_publish(&xpmem_permit_ids, &permit->id,
+					  &permit->ref) : -ENOENT;
 	if (ret) {
 		mutex_unlock(&xpmem_obj_lock);
 		atomic_dec(&ctx->nr_permits);
@@ -148,58 +164,78 @@ put_seg:
 }
 
 /**
- * xpmem_permit_release - unpublish a permit and end its attachments
- * @permit: a permit just unlinked from its ctx by the caller
- * @unmap: the caller is the permit's process: munmap its attachments
- *         (otherwise they stay mapped but fault with SIGBUS)
+ * xpmem_permit_withdraw - unpublish a permit and stop new attachments
+ * @permit: a permit just unlinked from its ctx
+ *
+ * Ending the attachments it has is the attachment layer's part of RELEASE
+ * (RELEASE in xpmem_attach.c).
  */
-void xpmem_permit_release(struct xpmem_permit *permit, bool unmap)
+void xpmem_permit_withdraw(struct xpmem_permit *permit)
 {
 	xpmem_id_unpublish(&permit->id);
 	mutex_lock(&permit->lock);
 	permit->released = true;
 	mutex_unlock(&permit->lock);
+}
 
-	if (unmap)
-		xpmem_att_unmap_all(permit);
-	xpmem_att_kill_all(permit);
+/* Unlink @permit from @ctx; the caller holds xpmem_obj_lock. */
+static void xpmem_permit_unlink_locked(struct xpmem_ctx *ctx,
+				       struct xpmem_permit *permit)
+{
+	list_del_init(&permit->ctx_node);
+	permit->ctx = NULL;
+	atomic_dec(&ctx->nr_permits);
 }
 
 /**
- * xpmem_cmd_release - RELEASE: give up a permit and its attachments
+ * xpmem_permit_unlink - RELEASE's checks: take a permit from its process
  * @ctx: the caller's device context
  * @apid: the permit
  *
- * Return: 0, -ENOENT for an unknown permit, -EACCES if it belongs to
- * another process.
+ * Return: the permit, with the reference its ctx list held, or
+ * ERR_PTR(-EINVAL) for a non-positive id, -ENOENT for an unknown or
+ * released permit, -EACCES if it belongs to another process.
  */
-int xpmem_cmd_release(struct xpmem_ctx *ctx, xpmem_apid_t apid)
+struct xpmem_permit *xpmem_permit_unlink(struct xpmem_ctx *ctx,
+					 xpmem_apid_t apid)
 {
 	struct xpmem_permit *permit;
 	int ret = 0;
 
 	if (apid <= 0)
-		return -EINVAL;
+		return ERR_PTR(-EINVAL);
 	permit = xpmem_permit_lookup(apid);
 	if (!permit)
-		return -ENOENT;
+		return ERR_PTR(-ENOENT);
 
 	mutex_lock(&xpmem_obj_lock);
-	if (!permit->ctx) {
+	if (!permit->ctx)
 		ret = -ENOENT;
-	} else if (permit->mm != ctx->mm) {
+	else if (permit->mm != ctx->mm)
 		ret = -EACCES;
-	} else {
-		list_del_init(&permit->ctx_node);
-		permit->ctx = NULL;
-		atomic_dec(&ctx->nr_permits);
-	}
+	else
+		xpmem_permit_unlink_locked(ctx, permit);
 	mutex_unlock(&xpmem_obj_lock);
 
-	if (!ret) {
-		xpmem_permit_release(permit, true);
-		xpmem_permit_put(permit);
-	}
-	xpmem_permit_put(permit);
-	return ret;
+	xpmem_permit_put(permit);	/* the lookup's; the list's stays */
+	return ret ? ERR_PTR(ret) : permit;
+}
+
+/**
+ * xpmem_permit_unlink_any - take any permit away from a closing ctx
+ * @ctx: the ctx
+ *
+ * Return: a permit with the reference its ctx list held, or NULL.
+ */
+struct xpmem_permit *xpmem_permit_unlink_any(struct xpmem_ctx *ctx)
+{
+	struct xpmem_permit *permit;
+
+	mutex_lock(&xpmem_obj_lock);
+	permit = list_first_entry_or_null(&ctx->permits, struct xpmem_permit,
+					  ctx_node);
+	if (permit)
+		xpmem_permit_unlink_locked(ctx, permit);
+	mutex_unlock(&xpmem_obj_lock);
+	return permit;
 }

@@ -21,6 +21,21 @@
 /* Mode bits a permit may carry: rwx for owner, group and others. */
 #define XPMEM_PERMIT_MODE_MASK	0777
 
+static struct xpmem_id_table xpmem_seg_ids;
+
+/**
+ * xpmem_seg_lookup - find a published segment
+ * @segid: its id
+ *
+ * Return: the segment with a new reference, or NULL.
+ */
+struct xpmem_seg *xpmem_seg_lookup(xpmem_segid_t segid)
+{
+	struct xpmem_id *id = xpmem_id_lookup(&xpmem_seg_ids, segid);
+
+	return id ? container_of(id, struct xpmem_seg, id) : NULL;
+}
+
 void xpmem_seg_get(struct xpmem_seg *seg)
 {
 	kref_get(&seg->ref);
@@ -42,7 +57,7 @@ static void xpmem_seg_free(struct kref *ref)
  * xpmem_seg_put - drop a segment reference
  * @seg: the segment
  *
- * Context: may sleep (the last put removes the notifier).
+ * Context: may sleep.
  */
 void xpmem_seg_put(struct xpmem_seg *seg)
 {
@@ -113,7 +128,7 @@ int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
 	mmgrab(mm);
 	seg->mm = mm;
 
-	ret = xpmem_id_publish(&seg->id, true);
+	ret = xpmem_id_publish(&xpmem_seg_ids, &seg->id, &seg->ref);
 	if (ret)
 		goto free_seg;
 
@@ -139,59 +154,79 @@ uncharge:
 }
 
 /**
- * xpmem_seg_remove - unpublish a segment and cut off its attachments
- * @seg: a segment just unlinked from its ctx (by the caller, under
- *       xpmem_obj_lock); the caller still holds the list's reference
+ * xpmem_seg_withdraw - unpublish a segment and stop new attachments
+ * @seg: a segment just unlinked from its ctx
  *
- * Afterwards GET and ATTACH fail with ENOENT and attacher accesses get
- * SIGBUS.
+ * Afterwards GET and ATTACH fail with ENOENT.  Ending the attachments it
+ * has is the attachment layer's part of REMOVE (xpmem_attach.c).
  */
-void xpmem_seg_remove(struct xpmem_seg *seg)
+void xpmem_seg_withdraw(struct xpmem_seg *seg)
 {
 	xpmem_id_unpublish(&seg->id);
 
 	mutex_lock(&seg->att_lock);
 	seg->removed = true;
 	mutex_unlock(&seg->att_lock);
+}
 
-	xpmem_seg_kill_atts(seg);
+/* Unlink @seg from @ctx; the caller holds xpmem_obj_lock. */
+static void xpmem_seg_unlink_locked(struct xpmem_ctx *ctx,
+				    struct xpmem_seg *seg)
+{
+	list_del_init(&seg->ctx_node);
+	seg->ctx = NULL;
+	atomic_dec(&ctx->nr_segs);
 }
 
 /**
- * xpmem_cmd_remove - REMOVE: the owner withdraws a segment
+ * xpmem_seg_unlink - REMOVE's checks: take the segment away from its owner
  * @ctx: the caller's device context
  * @segid: the segment
  *
- * Return: 0, -ENOENT for an unknown segment, -EACCES if the caller is not
- * the process that made it.
+ * Return: the segment, with the reference its ctx list held, or
+ * ERR_PTR(-EINVAL) for a non-positive id, -ENOENT for an unknown or removed
+ * segment, -EACCES if the caller is not the process that made it.
  */
-int xpmem_cmd_remove(struct xpmem_ctx *ctx, xpmem_segid_t segid)
+struct xpmem_seg *xpmem_seg_unlink(struct xpmem_ctx *ctx,
+				   xpmem_segid_t segid)
 {
 	struct xpmem_seg *seg;
 	int ret = 0;
 
 	if (segid <= 0)
-		return -EINVAL;
+		return ERR_PTR(-EINVAL);
 	seg = xpmem_seg_lookup(segid);
 	if (!seg)
-		return -ENOENT;
+		return ERR_PTR(-ENOENT);
 
 	mutex_lock(&xpmem_obj_lock);
-	if (!seg->ctx) {
+	if (!seg->ctx)
 		ret = -ENOENT;
-	} else if (seg->mm != ctx->mm) {
+	else if (seg->mm != ctx->mm)
 		ret = -EACCES;
-	} else {
-		list_del_init(&seg->ctx_node);
-		seg->ctx = NULL;
-		atomic_dec(&ctx->nr_segs);
-	}
+	else
+		xpmem_seg_unlink_locked(ctx, seg);
 	mutex_unlock(&xpmem_obj_lock);
 
-	if (!ret) {
-		xpmem_seg_remove(seg);
-		xpmem_seg_put(seg);
-	}
-	xpmem_seg_put(seg);
-	return ret;
+	xpmem_seg_put(seg);		/* the lookup's; the list's stays */
+	return ret ? ERR_PTR(ret) : seg;
+}
+
+/**
+ * xpmem_seg_unlink_any - take any segment away from a closing ctx
+ * @ctx: the ctx
+ *
+ * Return: a segment with the reference its ctx list held, or NULL.
+ */
+struct xpmem_seg *xpmem_seg_unlink_any(struct xpmem_ctx *ctx)
+{
+	struct xpmem_seg *seg;
+
+	mutex_lock(&xpmem_obj_lock);
+	seg = list_first_entry_or_null(&ctx->segs, struct xpmem_seg,
+				       ctx_node);
+	if (seg)
+		xpmem_seg_unlink_locked(ctx, seg);
+	mutex_unlock(&xpmem_obj_lock);
+	return seg;
 }
