@@ -67,6 +67,7 @@ struct xpmem_ctx *xpmem_ctx_alloc(void)
 	INIT_LIST_HEAD(&ctx->permits);
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
+	ctx->tgid = task_tgid_nr(current);
 	return ctx;
 }
 

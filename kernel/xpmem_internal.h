@@ -100,6 +100,7 @@ struct xpmem_id_table {
 struct xpmem_ctx {
 	struct kref ref;
 	struct mm_struct *mm;		/* mmgrab()ed opener mm */
+	pid_t tgid;			/* opener, initial PID namespace */
 	struct list_head segs;		/* xpmem_seg.ctx_node */
 	struct list_head permits;	/* xpmem_permit.ctx_node */
 	atomic_t nr_segs;		/* on segs (limit: max_segments) */
@@ -175,6 +176,12 @@ struct xpmem_stats {
 
 extern struct xpmem_stats xpmem_stats;
 extern const struct attribute_group *xpmem_attr_groups[];
+
+/* xpmem_proc.c: the classic /proc/xpmem files */
+int xpmem_proc_init(void);
+void xpmem_proc_exit(void);
+void xpmem_proc_open(void);
+void xpmem_proc_close(pid_t tgid);
 
 /* xpmem_ctx.c: device contexts and per-context limits */
 extern struct mutex xpmem_obj_lock;

@@ -27,6 +27,7 @@ static int xpmem_open(struct inode *inode, struct file *file)
 	if (!ctx)
 		return -ENOMEM;
 	file->private_data = ctx;
+	xpmem_proc_open();
 	return 0;
 }
 
@@ -45,6 +46,7 @@ static int xpmem_release(struct inode *inode, struct file *file)
 		xpmem_seg_end(seg);
 		xpmem_seg_put(seg);
 	}
+	xpmem_proc_close(ctx->tgid);
 	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
 	return 0;
 }
@@ -208,11 +210,16 @@ static int __init xpmem_init(void)
 	ret = xpmem_fault_init();
 	if (ret)
 		return ret;
-	ret = misc_register(&xpmem_dev);
+	ret = xpmem_proc_init();
 	if (ret)
 		goto exit_fault;
+	ret = misc_register(&xpmem_dev);
+	if (ret)
+		goto exit_proc;
 	return 0;
 
+exit_proc:
+	xpmem_proc_exit();
 exit_fault:
 	xpmem_fault_exit();
 	return ret;
@@ -221,6 +228,7 @@ exit_fault:
 static void __exit xpmem_exit(void)
 {
 	misc_deregister(&xpmem_dev);
+	xpmem_proc_exit();
 	xpmem_fault_exit();
 }
 
