@@ -178,13 +178,12 @@ void xpmem_permit_withdraw(struct xpmem_permit *permit)
 	mutex_unlock(&permit->lock);
 }
 
-/* Unlink @permit from @ctx; the caller holds xpmem_obj_lock. */
-static void xpmem_permit_unlink_locked(struct xpmem_ctx *ctx,
-				       struct xpmem_permit *permit)
+/* Unlink @permit from its ctx; the caller holds xpmem_obj_lock. */
+static void xpmem_permit_unlink_locked(struct xpmem_permit *permit)
 {
+	atomic_dec(&permit->ctx->nr_permits);	/* charged to the ctx it is on */
 	list_del_init(&permit->ctx_node);
 	permit->ctx = NULL;
-	atomic_dec(&ctx->nr_permits);
 }
 
 /**
@@ -214,7 +213,7 @@ struct xpmem_permit *xpmem_permit_unlink(struct xpmem_ctx *ctx,
 	else if (permit->mm != ctx->mm)
 		ret = -EACCES;
 	else
-		xpmem_permit_unlink_locked(ctx, permit);
+		xpmem_permit_unlink_locked(permit);
 	mutex_unlock(&xpmem_obj_lock);
 
 	xpmem_permit_put(permit);	/* the lookup's; the list's stays */
@@ -235,7 +234,7 @@ struct xpmem_permit *xpmem_permit_unlink_any(struct xpmem_ctx *ctx)
 	permit = list_first_entry_or_null(&ctx->permits, struct xpmem_permit,
 					  ctx_node);
 	if (permit)
-		xpmem_permit_unlink_locked(ctx, permit);
+		xpmem_permit_unlink_locked(permit);
 	mutex_unlock(&xpmem_obj_lock);
 	return permit;
 }

@@ -169,13 +169,12 @@ void xpmem_seg_withdraw(struct xpmem_seg *seg)
 	mutex_unlock(&seg->att_lock);
 }
 
-/* Unlink @seg from @ctx; the caller holds xpmem_obj_lock. */
-static void xpmem_seg_unlink_locked(struct xpmem_ctx *ctx,
-				    struct xpmem_seg *seg)
+/* Unlink @seg from its ctx; the caller holds xpmem_obj_lock. */
+static void xpmem_seg_unlink_locked(struct xpmem_seg *seg)
 {
+	atomic_dec(&seg->ctx->nr_segs);	/* charged to the ctx it is on */
 	list_del_init(&seg->ctx_node);
 	seg->ctx = NULL;
-	atomic_dec(&ctx->nr_segs);
 }
 
 /**
@@ -205,7 +204,7 @@ struct xpmem_seg *xpmem_seg_unlink(struct xpmem_ctx *ctx,
 	else if (seg->mm != ctx->mm)
 		ret = -EACCES;
 	else
-		xpmem_seg_unlink_locked(ctx, seg);
+		xpmem_seg_unlink_locked(seg);
 	mutex_unlock(&xpmem_obj_lock);
 
 	xpmem_seg_put(seg);		/* the lookup's; the list's stays */
@@ -226,7 +225,7 @@ struct xpmem_seg *xpmem_seg_unlink_any(struct xpmem_ctx *ctx)
 	seg = list_first_entry_or_null(&ctx->segs, struct xpmem_seg,
 				       ctx_node);
 	if (seg)
-		xpmem_seg_unlink_locked(ctx, seg);
+		xpmem_seg_unlink_locked(seg);
 	mutex_unlock(&xpmem_obj_lock);
 	return seg;
 }
