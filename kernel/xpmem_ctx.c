@@ -10,6 +10,8 @@
  * memory or make the owner's invalidations walk unbounded lists.
  */
 #include <linux/module.h>
+#include <linux/pid.h>
+#include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
