@@ -798,6 +798,7 @@ TEST_F(xpmem, futex_and_gup_on_shmem)
 		xpmem_apid_t apid;
 		int fd, p[2];
 
+		chan_child(&ch);
 		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
 			_exit(1);
 		if (check(a + PAGE, PAGE, 9))
@@ -840,7 +841,10 @@ TEST_F(xpmem, futex_and_gup_on_shmem)
 			_exit(11);
 		_exit(0);
 	}
-	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1));
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1)) {
+		TH_LOG("attacher exited with %d", wait_child(pid));
+	}
 	ASSERT_EQ('A', buf[PAGE + 8]);
 	buf[PAGE + 9] = 'O';
 	ASSERT_EQ(0, send_msg(ch.to_child[1], "k", 1));

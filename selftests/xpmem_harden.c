@@ -103,20 +103,6 @@ static char *map_memfd(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* In the parent after fork: close the child's ends of @c. */
-static void chan_parent(struct chan *c)
-{
-	close(c->to_child[0]);
-	close(c->to_parent[1]);
-}
-
-/* In the child after fork: close the parent's ends of @c. */
-static void chan_child(struct chan *c)
-{
-	close(c->to_child[1]);
-	close(c->to_parent[0]);
-}
-
 static long param_read(const char *name)
 {
 	char path[128], buf[32] = "";
@@ -924,13 +910,12 @@ TEST_F(harden, madv_free_attacher_writes_survive_pageout)
 		SKIP(return, "MADV_PAGEOUT keeps clean MADV_FREE pages here: nothing to measure");
 	munmap(ctl, len);
 
-	buf = map_anon(len);
-	ASSERT_NE(NULL, buf);
-	memset(buf, 'o', len);
-	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
-	ASSERT_EQ(0, madvise(buf, len, MADV_FREE));
+	/*
+	 * The attacher is forked before the buffer exists: forked later, it
+	 * would share the pages copy-on-write, and its first write would
+	 * break COW in the owner, giving it fresh dirty pages.
+	 */
 	ASSERT_EQ(0, chan_init(&ch));
-
 	pid = fork_child();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
@@ -939,8 +924,10 @@ TEST_F(harden, madv_free_attacher_writes_survive_pageout)
 		int fd;
 
 		chan_child(&ch);
-		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
+		if (recv_msg(ch.to_child[0], &segid, sizeof(segid)))
 			_exit(1);
+		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
+			_exit(2);
 		fill(a, len, 44);
 		send_msg(ch.to_parent[1], "w", 1);
 		/* stay attached until the owner has checked */
@@ -948,7 +935,16 @@ TEST_F(harden, madv_free_attacher_writes_survive_pageout)
 		_exit(0);
 	}
 	chan_parent(&ch);
-	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1));
+
+	buf = map_anon(len);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'o', len);
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	ASSERT_EQ(0, madvise(buf, len, MADV_FREE));
+	ASSERT_EQ(0, send_msg(ch.to_child[1], &segid, sizeof(segid)));
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1)) {
+		TH_LOG("attacher exited with %d", wait_child(pid));
+	}
 	ASSERT_EQ(0, madvise(buf, len, MADV_PAGEOUT));
 	for (i = 0; i < len; i += PAGE)
 		if (!all_bytes(buf + i, PAGE, 0))
@@ -1319,7 +1315,7 @@ TEST_F(harden, madv_dofork_on_attachment_refused)
 	ASSERT_COUNTERS_AT_BASE();
 }
 
-#define IPC_NS_TRIES	50
+#define IPC_NS_TRIES	200
 
 /*
  * Defect 8 (IPC namespace): a segment kept a bare pointer to the IPC
@@ -1331,10 +1327,19 @@ TEST_F(harden, madv_dofork_on_attachment_refused)
 TEST_F(harden, ipc_namespace_left_and_reused_enoent)
 {
 	xpmem_segid_t segid;
+	cpu_set_t one;
 	xpmem_apid_t apid;
 	char *buf;
 	pid_t pid;
 
+	/*
+	 * One CPU for P, Q and the kworker that frees P's namespace (queued
+	 * on the CPU that dropped it): the freed object is then on top of
+	 * that CPU's slab freelist when Q allocates its next namespace.
+	 */
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
 	buf = map_anon(PAGE);
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, unshare(CLONE_NEWIPC));

@@ -205,6 +205,21 @@ static inline int chan_init(struct chan *c)
 	return 0;
 }
 
+/* In the parent after fork: close the child's ends of @c, so that a child
+ * that exits early shows as end of file instead of a hang. */
+static inline void chan_parent(struct chan *c)
+{
+	close(c->to_child[0]);
+	close(c->to_parent[1]);
+}
+
+/* In the child after fork: close the parent's ends of @c. */
+static inline void chan_child(struct chan *c)
+{
+	close(c->to_child[1]);
+	close(c->to_parent[0]);
+}
+
 static inline int send_msg(int fd, const void *buf, size_t len)
 {
 	return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
