@@ -50,6 +50,9 @@
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal	424
 #endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT		21
 #endif
@@ -695,39 +698,75 @@ TEST_F(harden, pfnmap_owner_range_sigbus)
 
 /* ---- 3: ABBA deadlock ---------------------------------------------------- */
 
-#define ABBA_PAGES	64	/* attached from the peer, written each pass */
-#define ABBA_PASSES	100	/* passes of thread 1 in each process */
+#define ABBA_PAGES	64	/* attached from the peer, written each round */
+#define ABBA_ROUNDS	100	/* rounds of thread 1 in each process */
+#define ABBA_BIG	(4UL << 20)	/* populated and discarded by thread 3 */
 #define ABBA_STALL_MS	20000	/* no progress this long: a hang */
 #define ABBA_POLL_MS	1000
 
 /* Progress counters, in memory shared by the parent and both children. */
 struct abba_shared {
-	unsigned long passes[2];	/* thread 1: passes over the peer */
+	int rounds[2];			/* thread 1 (a futex word) */
 	unsigned long cycles[2];	/* thread 2: mmap/munmap cycles */
-	int stop[2];
+	unsigned long holds[2];		/* thread 3: populate/discard */
 };
 
-struct abba_mapper_arg {
+struct abba_thread_arg {
 	struct abba_shared *sh;
 	int i;
 };
 
-/* Thread 2: mmap/munmap of unrelated memory until told to stop. */
+static int abba_rounds(struct abba_shared *sh, int i)
+{
+	return __atomic_load_n(&sh->rounds[i], __ATOMIC_ACQUIRE);
+}
+
+/* Helper threads run until thread 1 of both processes is done. */
+static bool abba_running(struct abba_shared *sh)
+{
+	return abba_rounds(sh, 0) < ABBA_ROUNDS ||
+	       abba_rounds(sh, 1) < ABBA_ROUNDS;
+}
+
+/* Thread 2: mmap/munmap of unrelated memory (mmap_lock writer). */
 static void *abba_mapper(void *p)
 {
-	struct abba_mapper_arg *arg = p;
+	struct abba_thread_arg *arg = p;
 	struct abba_shared *sh = arg->sh;
 
-	while (!__atomic_load_n(&sh->stop[arg->i], __ATOMIC_RELAXED)) {
+	while (abba_running(sh)) {
 		char *m = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (m == MAP_FAILED)
 			return (void *)1;
-		m[0] = 1;
+		memset(m, 1, 16 * PAGE);
 		munmap(m, 16 * PAGE);
 		__atomic_add_fetch(&sh->cycles[arg->i], 1, __ATOMIC_RELAXED);
 	}
+	return NULL;
+}
+
+/*
+ * Thread 3: populate and discard unrelated memory, holding mmap_lock for
+ * read long enough that thread 2's write lock waits and new readers queue
+ * behind it (rwsem handoff), as a busy runtime's allocator does.
+ */
+static void *abba_holder(void *p)
+{
+	struct abba_thread_arg *arg = p;
+	struct abba_shared *sh = arg->sh;
+	char *big = map_anon(ABBA_BIG);
+
+	if (!big)
+		return (void *)1;
+	while (abba_running(sh)) {
+		if (madvise(big, ABBA_BIG, MADV_POPULATE_WRITE) ||
+		    madvise(big, ABBA_BIG, MADV_DONTNEED))
+			return (void *)2;
+		__atomic_add_fetch(&sh->holds[arg->i], 1, __ATOMIC_RELAXED);
+	}
+	munmap(big, ABBA_BIG);
 	return NULL;
 }
 
@@ -739,21 +778,24 @@ struct abba_info {
 
 /*
  * One of the two processes: export the whole address space 0666, attach
- * the peer's buffer RDWR, then thread 1 reads and writes every page of it
- * per pass and refreshes its own buffer (MADV_DONTNEED) for the peer,
- * while thread 2 maps and unmaps.  Returns the exit code.
+ * the peer's buffer RDWR.  Thread 1, in rounds kept in step with the
+ * peer's over a shared futex: read then write every page of the
+ * attachment (the read maps a read-only PTE, the write goes through
+ * ->pfn_mkwrite), then discard its own exported pages (MADV_DONTNEED) so
+ * that the peer's next round writes fresh pages.  Threads 2 and 3 stress
+ * the process's mmap_lock meanwhile.  Returns the exit code.
  */
 static int abba_process(struct abba_shared *sh, int i, struct chan *ch)
 {
 	const size_t len = ABBA_PAGES * PAGE;
-	struct abba_mapper_arg arg = { .sh = sh, .i = i };
+	struct abba_thread_arg arg = { .sh = sh, .i = i };
 	struct abba_info mine, peer;
+	void *ret2, *ret3;
 	xpmem_apid_t apid;
-	void *tret;
-	pthread_t t;
-	int fd, pass;
+	pthread_t t2, t3;
+	int fd, round, cur;
 	size_t p;
-	char *a;
+	char *a, m;
 	void *va;
 
 	fd = xp_open();
@@ -770,69 +812,79 @@ static int abba_process(struct abba_shared *sh, int i, struct chan *ch)
 	    xp_attach(fd, apid, whole_off(peer.buf), len, NULL, &va))
 		return 4;
 	a = va;
-	if (pthread_create(&t, NULL, abba_mapper, &arg))
+	if (pthread_create(&t2, NULL, abba_mapper, &arg) ||
+	    pthread_create(&t3, NULL, abba_holder, &arg))
 		return 5;
-	for (pass = 0; pass < ABBA_PASSES; pass++) {
+	for (round = 0; round < ABBA_ROUNDS; round++) {
 		for (p = 0; p < len; p += PAGE) {
-			volatile char *q = a + p + (pass % 64) * 8;
+			volatile char *q = a + p + (round % 64) * 8;
 			char v = *q;	/* read first: a read-only PTE */
 
 			*q = v + 1;	/* then write: ->pfn_mkwrite */
 		}
-		/* fresh pages under the peer's attachment */
 		if (madvise(mine.buf, len, MADV_DONTNEED))
 			return 6;
-		__atomic_add_fetch(&sh->passes[i], 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&sh->rounds[i], round + 1, __ATOMIC_RELEASE);
+		sys_futex(&sh->rounds[i], FUTEX_WAKE, 1, NULL);
+		/* until the peer has refreshed its pages for this round */
+		while ((cur = abba_rounds(sh, !i)) < round + 1)
+			if (sys_futex(&sh->rounds[!i], FUTEX_WAIT, cur, NULL) &&
+			    errno != EAGAIN && errno != EINTR)
+				return 7;
 	}
-	__atomic_store_n(&sh->stop[i], 1, __ATOMIC_RELAXED);
-	if (pthread_join(t, &tret) || tret)
-		return 7;
+	if (pthread_join(t2, &ret2) || pthread_join(t3, &ret3) || ret2 ||
+	    ret3)
+		return 8;
+	/* keep this mm alive until the peer is done with it too */
+	if (send_msg(ch->to_parent[1], "d", 1) ||
+	    recv_msg(ch->to_child[0], &m, 1))
+		return 9;
 	return 0;
 }
 
 static unsigned long abba_progress(struct abba_shared *sh)
 {
-	return __atomic_load_n(&sh->passes[0], __ATOMIC_RELAXED) +
-	       __atomic_load_n(&sh->passes[1], __ATOMIC_RELAXED) +
+	return abba_rounds(sh, 0) + abba_rounds(sh, 1) +
 	       __atomic_load_n(&sh->cycles[0], __ATOMIC_RELAXED) +
-	       __atomic_load_n(&sh->cycles[1], __ATOMIC_RELAXED);
+	       __atomic_load_n(&sh->cycles[1], __ATOMIC_RELAXED) +
+	       __atomic_load_n(&sh->holds[0], __ATOMIC_RELAXED) +
+	       __atomic_load_n(&sh->holds[1], __ATOMIC_RELAXED);
 }
 
 /*
  * Defect 3: A and B each hold an RDWR attachment of the other's
- * whole-space segment and write fresh pages (->pfn_mkwrite) while another
- * thread of each maps and unmaps.  mkwrite waited for the other mm's
- * mmap_lock while holding its own: ABBA with the queued writers, both hung
- * in D state.  Both must finish; a watchdog (poll() timeouts on a pipe that
- * closes when both have exited) fails the test when the shared progress
- * counters stop moving.
+ * whole-space segment and write fresh pages (->pfn_mkwrite) while other
+ * threads of each map, unmap and populate.  mkwrite waited for the other
+ * mm's mmap_lock while holding its own: ABBA with the queued writers, both
+ * hung in D state.  Both must finish their rounds.  A watchdog (poll()
+ * timeouts on the pipes each child reports "done" on, or closes by dying)
+ * fails the test when the shared progress counters stop moving.
  */
 TEST_F_TIMEOUT(harden, mutual_rdwr_attach_mkwrite_vs_mmap_no_deadlock, 240)
 {
 	struct abba_info info[2];
 	struct abba_shared *sh;
 	unsigned long last = 0, cur;
-	int done[2], stalled = 0, i, r;
+	int stalled = 0, done[2] = { 0, 0 }, i, r;
+	struct pollfd pfd[2];
 	struct chan ch[2];
 	pid_t pid[2];
+	char m;
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, sh);
 	memset(sh, 0, sizeof(*sh));
-	ASSERT_EQ(0, pipe(done));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0, chan_init(&ch[i]));
 		pid[i] = fork_child();
 		ASSERT_GE(pid[i], 0);
 		if (pid[i] == 0) {
-			close(done[0]);
 			chan_child(&ch[i]);
 			_exit(abba_process(sh, i, &ch[i]));
 		}
 		chan_parent(&ch[i]);
 	}
-	close(done[1]);	/* only the children hold it now */
 	for (i = 0; i < 2; i++)
 		ASSERT_EQ(0, recv_msg(ch[i].to_parent[0], &info[i],
 				      sizeof(info[i])));
@@ -840,38 +892,51 @@ TEST_F_TIMEOUT(harden, mutual_rdwr_attach_mkwrite_vs_mmap_no_deadlock, 240)
 		ASSERT_EQ(0, send_msg(ch[i].to_child[1], &info[!i],
 				      sizeof(info[!i])));
 
-	/* watchdog: until both children closed @done by exiting */
-	for (;;) {
-		struct pollfd pfd = { .fd = done[0], .events = POLLIN };
-
-		r = poll(&pfd, 1, ABBA_POLL_MS);
+	/* watchdog: until both said done (1), one died (-1), or a stall */
+	while (done[0] >= 0 && done[1] >= 0 && (!done[0] || !done[1])) {
+		for (i = 0; i < 2; i++)
+			pfd[i] = (struct pollfd){
+				.fd = done[i] ? -1 : ch[i].to_parent[0],
+				.events = POLLIN,
+			};
+		r = poll(pfd, 2, ABBA_POLL_MS);
 		ASSERT_GE(r, 0);
-		if (r > 0)
-			break;
+		for (i = 0; i < 2; i++)
+			if (pfd[i].revents)
+				done[i] = read(ch[i].to_parent[0], &m, 1) == 1 ?
+					  1 : -1;
 		cur = abba_progress(sh);
-		if (cur != last) {
+		if (r > 0 || cur != last) {
 			last = cur;
 			stalled = 0;
 		} else if ((stalled += ABBA_POLL_MS) >= ABBA_STALL_MS) {
 			break;
 		}
 	}
-	if (stalled >= ABBA_STALL_MS) {
+	if (stalled >= ABBA_STALL_MS || done[0] < 0 || done[1] < 0) {
 		for (i = 0; i < 2; i++)
 			kill(pid[i], SIGKILL);
 	}
 	ASSERT_LT(stalled, ABBA_STALL_MS) {
-		TH_LOG("no progress for %d s: passes %lu/%lu, mmap cycles %lu/%lu",
-		       ABBA_STALL_MS / 1000, sh->passes[0], sh->passes[1],
-		       sh->cycles[0], sh->cycles[1]);
+		TH_LOG("no progress for %d s: rounds %d/%d, mmap cycles %lu/%lu, populate/discard %lu/%lu",
+		       ABBA_STALL_MS / 1000, sh->rounds[0], sh->rounds[1],
+		       sh->cycles[0], sh->cycles[1], sh->holds[0],
+		       sh->holds[1]);
 	}
 	for (i = 0; i < 2; i++)
-		ASSERT_EQ(0, wait_child(pid[i]));
-	ASSERT_EQ(ABBA_PASSES, sh->passes[0]);
-	ASSERT_EQ(ABBA_PASSES, sh->passes[1]);
-	TH_LOG("mmap cycles %lu/%lu, fault_retries %ld, fault_seq_retries %ld",
-	       sh->cycles[0], sh->cycles[1], stat_read("fault_retries"),
-	       stat_read("fault_seq_retries"));
+		send_msg(ch[i].to_child[1], "x", 1);
+	for (i = 0; i < 2; i++) {
+		int np = sh->rounds[i], rc = wait_child(pid[i]);
+
+		ASSERT_EQ(0, rc) {
+			TH_LOG("process %d: %d rounds", i, np);
+		}
+	}
+	ASSERT_EQ(ABBA_ROUNDS, sh->rounds[0]);
+	ASSERT_EQ(ABBA_ROUNDS, sh->rounds[1]);
+	TH_LOG("mmap cycles %lu/%lu, populate/discard %lu/%lu, fault_retries %ld, fault_seq_retries %ld",
+	       sh->cycles[0], sh->cycles[1], sh->holds[0], sh->holds[1],
+	       stat_read("fault_retries"), stat_read("fault_seq_retries"));
 	ASSERT_COUNTERS_AT_BASE();
 	munmap(sh, sizeof(*sh));
 }
