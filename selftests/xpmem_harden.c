@@ -699,8 +699,8 @@ TEST_F(harden, pfnmap_owner_range_sigbus)
 /* ---- 3: ABBA deadlock ---------------------------------------------------- */
 
 #define ABBA_PAGES	64	/* attached from the peer, written each round */
-#define ABBA_ROUNDS	100	/* rounds of thread 1 in each process */
-#define ABBA_BIG	(4UL << 20)	/* populated and discarded by thread 3 */
+#define ABBA_ROUNDS	50	/* rounds of thread 1 in each process */
+#define ABBA_BIG	(1UL << 20)	/* populated and discarded by thread 3 */
 #define ABBA_STALL_MS	20000	/* no progress this long: a hang */
 #define ABBA_POLL_MS	1000
 
