@@ -699,7 +699,7 @@ TEST_F(harden, pfnmap_owner_range_sigbus)
 /* ---- 3: ABBA deadlock ---------------------------------------------------- */
 
 #define ABBA_PAGES	64	/* attached from the peer, written each round */
-#define ABBA_ROUNDS	50	/* rounds of thread 1 in each process */
+#define ABBA_ROUNDS	30	/* rounds of thread 1 in each process */
 #define ABBA_BIG	(1UL << 20)	/* populated and discarded by thread 3 */
 #define ABBA_STALL_MS	20000	/* no progress this long: a hang */
 #define ABBA_POLL_MS	1000
@@ -1027,7 +1027,7 @@ TEST_F(harden, madv_free_attacher_writes_survive_pageout)
 /* ---- 5: OOM reaper ------------------------------------------------------- */
 
 #define MRELEASE_ROUNDS	20
-#define MRELEASE_BYTES	(64UL << 20)
+#define MRELEASE_BYTES	(32UL << 20)
 
 /*
  * SIGKILL (pidfd_send_signal) a child that exported its whole address
@@ -1058,11 +1058,14 @@ static void mrelease_rounds(struct __test_metadata *_metadata,
 			int fd;
 
 			chan_child(&ch);
-			mem = map_anon(MRELEASE_BYTES);
-			if (!mem)
+			/* 4 KiB pages, populated by the kernel: slow to tear down */
+			mem = mmap(NULL, MRELEASE_BYTES, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (mem == MAP_FAILED ||
+			    madvise(mem, MRELEASE_BYTES, MADV_NOHUGEPAGE) ||
+			    madvise(mem, MRELEASE_BYTES, MADV_POPULATE_WRITE))
 				_exit(1);
-			madvise(mem, MRELEASE_BYTES, MADV_NOHUGEPAGE);
-			memset(mem, 1, MRELEASE_BYTES);
+			memset(mem, 1, 16 * PAGE);
 			fd = xp_open();
 			if (fd < 0 || make_whole(fd, 0600, &segid))
 				_exit(2);
