@@ -247,17 +247,62 @@ static int all_sigbus(char *p, size_t len)
 
 /* ---- fixture ------------------------------------------------------------ */
 
+#define MAX_KIDS	32
+
 FIXTURE(harden)
 {
 	int fd;
 	long segs, permits, atts;
 	long saved[NR_LIMITS];		/* module parameters, -1: absent */
+	pid_t kids[MAX_KIDS];		/* children, for the teardown */
+	int nkids;
 };
+
+/*
+ * fork_child(), remembering the child so that the teardown can end it if
+ * the test fails before reaping it.
+ */
+static pid_t fork_tracked(FIXTURE_DATA(harden) *self)
+{
+	pid_t pid = fork_child();
+
+	if (pid > 0 && self->nkids < MAX_KIDS)
+		self->kids[self->nkids++] = pid;
+	return pid;
+}
+
+/*
+ * Kill and reap the children still alive: a failed test must not leave a
+ * child holding objects into the next test's baseline.  Bounded: a child
+ * that SIGKILL cannot end within 10 s (hung in the kernel) is left behind.
+ */
+static void reap_tracked(FIXTURE_DATA(harden) *self)
+{
+	int i, st, pidfd;
+
+	for (i = 0; i < self->nkids; i++) {
+		pid_t pid = self->kids[i];
+		struct pollfd pfd;
+
+		/* reaped already (ECHILD), or exited just now */
+		if (waitpid(pid, &st, WNOHANG) != 0)
+			continue;
+		pidfd = syscall(SYS_pidfd_open, pid, 0);
+		kill(pid, SIGKILL);
+		if (pidfd >= 0) {
+			pfd = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+			poll(&pfd, 1, 10000);
+			close(pidfd);
+		}
+		waitpid(pid, &st, WNOHANG);
+	}
+}
 
 FIXTURE_SETUP(harden)
 {
 	int i;
 
+	self->nkids = 0;
 	for (i = 0; i < NR_LIMITS; i++)
 		self->saved[i] = -1;
 	self->fd = xp_open();
@@ -270,11 +315,12 @@ FIXTURE_SETUP(harden)
 		self->saved[i] = param_read(limit_names[i]);
 }
 
-/* Restores the limits even when a test failed half way. */
+/* Ends leftover children and restores the limits, also after a failure. */
 FIXTURE_TEARDOWN(harden)
 {
 	int i;
 
+	reap_tracked(self);
 	for (i = 0; i < NR_LIMITS; i++)
 		if (self->saved[i] >= 0 &&
 		    param_read(limit_names[i]) != self->saved[i])
@@ -479,7 +525,7 @@ TEST_F(harden, attachment_chain_across_processes_sigbus)
 	ASSERT_EQ(0, make_whole(self->fd, 0600, &segid));
 	ASSERT_EQ(0, chan_init(&ch));
 
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		xpmem_apid_t ap;
@@ -553,7 +599,7 @@ TEST_F(harden, attachment_cycle_between_processes_sigbus)
 	ASSERT_EQ(0, make_whole(self->fd, 0600, &segid));
 	ASSERT_EQ(0, chan_init(&ch));
 
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		xpmem_apid_t ap;
@@ -638,7 +684,7 @@ TEST_F(harden, secretmem_owner_pages_sigbus)
 	memset(sec, 's', len);
 	ASSERT_EQ(0, make_whole(self->fd, 0600, &segid));
 
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		xpmem_apid_t apid;
@@ -679,7 +725,7 @@ TEST_F(harden, pfnmap_owner_range_sigbus)
 		SKIP(return, "no [vvar] mapping in /proc/self/maps");
 	ASSERT_EQ(0, make_whole(self->fd, 0600, &segid));
 
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		xpmem_apid_t apid;
@@ -877,7 +923,7 @@ TEST_F_TIMEOUT(harden, mutual_rdwr_attach_mkwrite_vs_mmap_no_deadlock, 240)
 	memset(sh, 0, sizeof(*sh));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0, chan_init(&ch[i]));
-		pid[i] = fork_child();
+		pid[i] = fork_tracked(self);
 		ASSERT_GE(pid[i], 0);
 		if (pid[i] == 0) {
 			chan_child(&ch[i]);
@@ -981,7 +1027,7 @@ TEST_F(harden, madv_free_attacher_writes_survive_pageout)
 	 * break COW in the owner, giving it fresh dirty pages.
 	 */
 	ASSERT_EQ(0, chan_init(&ch));
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		xpmem_apid_t apid;
@@ -1048,7 +1094,7 @@ static void mrelease_rounds(struct __test_metadata *_metadata,
 		long r;
 
 		ASSERT_EQ(0, chan_init(&ch));
-		pid = fork_child();
+		pid = fork_tracked(self);
 		ASSERT_GE(pid, 0);
 		if (pid == 0) {
 			xpmem_segid_t segid;
@@ -1302,7 +1348,7 @@ static void gup_refused(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, sys_futex(w, FUTEX_WAKE_PRIVATE, 1, NULL));
 
 	/* another process reads the attachment, and the owner's memory */
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		char out[PAGE];
@@ -1368,7 +1414,7 @@ TEST_F(harden, madv_dofork_on_attachment_refused)
 	EXPECT_EQ(-1, madvise(o.a, 2 * PAGE, MADV_DOFORK));
 	EXPECT_EQ(EINVAL, errno);
 
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		if (probe(o.a, 0, 0) != SIGSEGV)
@@ -1418,7 +1464,7 @@ TEST_F(harden, ipc_namespace_left_and_reused_enoent)
 	ASSERT_EQ(0, unshare(CLONE_NEWIPC));
 	ASSERT_EQ(-ENOENT, xp_get(self->fd, segid, XPMEM_RDONLY, &apid));
 
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		int fd = xp_open(), i, r;
@@ -1468,7 +1514,7 @@ TEST_F(harden, rdwr_attach_of_untouched_readonly_memory_reads_zeros)
 	ASSERT_GE(rss0, 0);
 	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
 
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		xpmem_apid_t apid;
@@ -1518,7 +1564,7 @@ TEST_F(harden, get_attach_after_owner_exit_enoent_with_fd_held)
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
 	ASSERT_EQ(0, chan_init(&ch));
-	helper = fork_child();
+	helper = fork_tracked(self);
 	ASSERT_GE(helper, 0);
 	if (helper == 0) {
 		int kept;
@@ -1537,7 +1583,7 @@ TEST_F(harden, get_attach_after_owner_exit_enoent_with_fd_held)
 	close(sv[1]);
 
 	ASSERT_EQ(0, chan_init(&co));
-	owner = fork_child();
+	owner = fork_tracked(self);
 	ASSERT_GE(owner, 0);
 	if (owner == 0) {
 		char *b = map_anon(PAGE);
@@ -1612,7 +1658,7 @@ TEST_F(harden, rdonly_write_bypass_refused)
 		ASSERT_EQ(EFAULT, errno);
 
 		ASSERT_EQ(0, chan_init(&ch));
-		pid = fork_child();
+		pid = fork_tracked(self);
 		ASSERT_GE(pid, 0);
 		if (pid == 0) {
 			xpmem_apid_t tap;
@@ -1690,7 +1736,7 @@ TEST_F(harden, foreign_apid_and_guessed_ids_refused)
 	ASSERT_EQ(0, xp_make(self->fd, buf, PAGE, 0666, &segid));
 	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
 
-	pid = fork_child();
+	pid = fork_tracked(self);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		int fd = xp_open();
