@@ -28,274 +28,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "xpmem_uapi.h"
-
-#define PAGE		4096UL
-#define STATS_DIR	"/sys/class/misc/xpmem/stats/"
-
-/* ---- raw ioctl wrappers: 0 or -errno ------------------------------------ */
-
-static int xp_open(void)
-{
-	return open(XPMEM_DEV_PATH, O_RDWR | O_CLOEXEC);
-}
-
-static int xp_ioctl(int fd, unsigned long cmd, void *arg)
-{
-	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
-}
-
-static int xp_make(int fd, void *addr, size_t size, int mode,
-		   xpmem_segid_t *segid)
-{
-	struct xpmem_cmd_make c = {
-		.vaddr = (uintptr_t)addr, .size = size,
-		.permit_type = XPMEM_PERMIT_MODE, .permit_value = mode,
-	};
-	int ret = xp_ioctl(fd, XPMEM_CMD_MAKE, &c);
-
-	*segid = c.segid;
-	return ret;
-}
-
-static int xp_get(int fd, xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
-{
-	struct xpmem_cmd_get c = {
-		.segid = segid, .flags = flags,
-		.permit_type = XPMEM_PERMIT_MODE,
-	};
-	int ret = xp_ioctl(fd, XPMEM_CMD_GET, &c);
-
-	*apid = c.apid;
-	return ret;
-}
-
-static int xp_attach(int fd, xpmem_apid_t apid, off_t off, size_t size,
-		     void *want, void **out)
-{
-	struct xpmem_cmd_attach c = {
-		.apid = apid, .offset = off, .size = size,
-		.vaddr = (uintptr_t)want, .fd = fd,
-	};
-	int ret = xp_ioctl(fd, XPMEM_CMD_ATTACH, &c);
-
-	*out = (void *)(uintptr_t)c.vaddr;
-	return ret;
-}
-
-static int xp_detach(int fd, void *addr)
-{
-	struct xpmem_cmd_detach c = { .vaddr = (uintptr_t)addr };
-
-	return xp_ioctl(fd, XPMEM_CMD_DETACH, &c);
-}
-
-static int xp_release(int fd, xpmem_apid_t apid)
-{
-	struct xpmem_cmd_release c = { .apid = apid };
-
-	return xp_ioctl(fd, XPMEM_CMD_RELEASE, &c);
-}
-
-static int xp_remove(int fd, xpmem_segid_t segid)
-{
-	struct xpmem_cmd_remove c = { .segid = segid };
-
-	return xp_ioctl(fd, XPMEM_CMD_REMOVE, &c);
-}
-
-/* ---- helpers ------------------------------------------------------------ */
-
-static long stat_read(const char *name)
-{
-	char path[128], buf[32] = "";
-	long v = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), STATS_DIR "%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	if (read(fd, buf, sizeof(buf) - 1) > 0)
-		v = strtol(buf, NULL, 10);
-	close(fd);
-	return v;
-}
-
-static sigjmp_buf probe_env;
-
-static void probe_handler(int sig)
-{
-	siglongjmp(probe_env, sig);
-}
-
-/* Touch @p; return 0, or the signal (SIGBUS/SIGSEGV) the access raised. */
-static int probe(volatile char *p, int write, char val)
-{
-	struct sigaction sa = { .sa_handler = probe_handler }, obus, osegv;
-	int sig;
-
-	sigaction(SIGBUS, &sa, &obus);
-	sigaction(SIGSEGV, &sa, &osegv);
-	sig = sigsetjmp(probe_env, 1);
-	if (!sig) {
-		if (write)
-			*p = val;
-		else
-			(void)*p;
-	}
-	sigaction(SIGBUS, &obus, NULL);
-	sigaction(SIGSEGV, &osegv, NULL);
-	return sig;
-}
-
-static void fill(void *p, size_t len, unsigned int seed)
-{
-	unsigned char *c = p;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		c[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 12));
-}
-
-static int check(const void *p, size_t len, unsigned int seed)
-{
-	const unsigned char *c = p;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (c[i] != (unsigned char)(seed * 131 + i * 7 + (i >> 12)))
-			return -1;
-	return 0;
-}
-
-static int all_bytes(const void *p, size_t len, unsigned char v)
-{
-	const unsigned char *c = p;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (c[i] != v)
-			return -1;
-	return 0;
-}
-
-static void *map_anon(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
-/* A one-byte message channel between two processes. */
-struct chan {
-	int to_child[2];
-	int to_parent[2];
-};
-
-static int chan_init(struct chan *c)
-{
-	if (pipe(c->to_child) || pipe(c->to_parent))
-		return -1;
-	return 0;
-}
-
-static int send_msg(int fd, const void *buf, size_t len)
-{
-	return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
-}
-
-static int recv_msg(int fd, void *buf, size_t len)
-{
-	return read(fd, buf, len) == (ssize_t)len ? 0 : -1;
-}
-
-/* fork(); the child dies with its parent, so a failed test leaves no
- * process holding the device or an attachment. */
-static pid_t fork_child(void)
-{
-	pid_t pid = fork();
-
-	if (pid == 0)
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-	return pid;
-}
-
-/* Wait for @pid; return its exit code, 128 + signal, or -1. */
-static int wait_child(pid_t pid)
-{
-	int status;
-
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return -1;
-}
-
-/* In a child: open the device, GET and ATTACH; 0 or a line number. */
-static int child_attach(xpmem_segid_t segid, int flags, off_t off,
-			size_t size, int *fdp, xpmem_apid_t *apidp, char **addr)
-{
-	void *a;
-
-	*fdp = xp_open();
-	if (*fdp < 0)
-		return __LINE__;
-	if (xp_get(*fdp, segid, flags, apidp))
-		return __LINE__;
-	if (xp_attach(*fdp, *apidp, off, size, NULL, &a))
-		return __LINE__;
-	*addr = a;
-	return 0;
-}
-
-/*
- * The test process's own anonymous buffer, exported and attached by the
- * test process itself (the owner and the attacher are the same mm).
- */
-struct own_att {
-	char *buf;		/* the owner's side */
-	size_t len;
-	xpmem_segid_t segid;
-	xpmem_apid_t apid;
-	char *a;		/* the attachment */
-};
-
-/* mmap @len, fill with @c, MAKE with @mode, GET with @flags, ATTACH it all. */
-static int own_att_setup(int fd, struct own_att *o, size_t len, int mode,
-			 int flags, int c)
-{
-	void *va = NULL;
-	int ret;
-
-	o->len = len;
-	o->buf = map_anon(len);
-	if (!o->buf)
-		return -ENOMEM;
-	memset(o->buf, c, len);
-	ret = xp_make(fd, o->buf, len, mode, &o->segid);
-	if (!ret)
-		ret = xp_get(fd, o->segid, flags, &o->apid);
-	if (!ret)
-		ret = xp_attach(fd, o->apid, 0, len, NULL, &va);
-	o->a = va;
-	return ret;
-}
-
-/* RELEASE (which detaches), REMOVE, munmap the owner's buffer. */
-static int own_att_teardown(int fd, struct own_att *o)
-{
-	int ret = xp_release(fd, o->apid);
-
-	if (!ret)
-		ret = xp_remove(fd, o->segid);
-	munmap(o->buf, o->len);
-	return ret;
-}
+#include "xpmem_test.h"
 
 /* ---- fixture ------------------------------------------------------------ */
 
@@ -320,12 +53,6 @@ FIXTURE_TEARDOWN(xpmem)
 	if (self->fd >= 0)
 		close(self->fd);
 }
-
-#define ASSERT_COUNTERS_AT_BASE() do {					\
-	ASSERT_EQ(self->segs, stat_read("segments"));			\
-	ASSERT_EQ(self->permits, stat_read("permits"));			\
-	ASSERT_EQ(self->atts, stat_read("attachments"));		\
-} while (0)
 
 TEST_F(xpmem, version)
 {
@@ -1036,15 +763,12 @@ TEST_F(xpmem, munmap_detaches_and_fork_does_not_inherit)
 	munmap(buf, 2 * PAGE);
 }
 
-static long sys_futex(void *addr, int op, int val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
-}
-
 /*
- * GUP on attachments of shared memory (memfd): shared futex wait/wake
- * across owner and attacher, vmsplice, process_vm_readv.  On anonymous
- * memory private futexes work.
+ * No GUP on attachments, even of shared memory (memfd): every attachment
+ * PTE is a special PFN PTE, so process_vm_readv, vmsplice and shared
+ * futexes (keyed through GUP) fail with EFAULT.  Private futexes and plain
+ * user copies (read(2) into the attachment) work, and owner and attacher
+ * see each other's stores.
  */
 TEST_F(xpmem, futex_and_gup_on_shmem)
 {
@@ -1068,59 +792,62 @@ TEST_F(xpmem, futex_and_gup_on_shmem)
 	pid = fork_child();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		struct timespec ts = { .tv_sec = 20 };
+		struct timespec ts = { .tv_sec = 5 };
 		char out[PAGE], *a;
 		struct iovec l, rv;
 		xpmem_apid_t apid;
 		int fd, p[2];
 
+		chan_child(&ch);
 		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
 			_exit(1);
+		if (check(a + PAGE, PAGE, 9))
+			_exit(2);
 		/* process_vm_readv goes through GUP */
 		l = (struct iovec){ out, PAGE };
 		rv = (struct iovec){ a + PAGE, PAGE };
-		if (process_vm_readv(getpid(), &l, 1, &rv, 1, 0) != PAGE ||
-		    check(out, PAGE, 9))
-			_exit(2);
-		/* vmsplice the attachment into a pipe */
-		if (pipe(p))
+		if (process_vm_readv(getpid(), &l, 1, &rv, 1, 0) != -1 ||
+		    errno != EFAULT)
 			_exit(3);
-		l = (struct iovec){ a + PAGE, PAGE };
-		if (vmsplice(p[1], &l, 1, 0) != PAGE)
+		/* so does vmsplice of the attachment into a pipe */
+		if (pipe(p))
 			_exit(4);
-		if (read(p[0], out, PAGE) != PAGE || check(out, PAGE, 9))
+		l = (struct iovec){ a + PAGE, PAGE };
+		if (vmsplice(p[1], &l, 1, 0) != -1 || errno != EFAULT)
 			_exit(5);
-		/* read(2) into the attachment */
+		/* read(2) into the attachment is a user copy, no GUP */
 		if (write(p[1], "pipe", 4) != 4 || read(p[0], a + 16, 4) != 4 ||
 		    memcmp(buf + 16, "pipe", 4))
 			_exit(6);
 		/*
-		 * Shared futex: sleep until the owner wakes us through its
-		 * own address.  The word never changes, so only a wake ends
-		 * the wait (0); a timeout means the keys did not match.
+		 * Shared futexes are keyed through GUP: EFAULT.  The word is
+		 * 0 and the wait expects 1, so a wait that got a key would
+		 * return EAGAIN at once instead of sleeping.
 		 */
+		if (sys_futex(a, FUTEX_WAIT, 1, &ts) != -1 || errno != EFAULT)
+			_exit(7);
+		if (sys_futex(a, FUTEX_WAKE, 1, NULL) != -1 || errno != EFAULT)
+			_exit(8);
+		/* private futexes need no GUP */
+		if (sys_futex(a, FUTEX_WAIT_PRIVATE, 1, &ts) != -1 ||
+		    errno != EAGAIN)
+			_exit(9);
+		if (sys_futex(a, FUTEX_WAKE_PRIVATE, 1, NULL) != 0)
+			_exit(10);
+		/* stores both ways */
+		a[PAGE + 8] = 'A';
 		send_msg(ch.to_parent[1], "w", 1);
-		for (;;) {
-			if (sys_futex(a, FUTEX_WAIT, 0, &ts) == 0)
-				_exit(0);
-			if (errno != EINTR)
-				_exit(errno == ETIMEDOUT ? 7 : 8);
-		}
+		if (recv_msg(ch.to_child[0], &m, 1) || a[PAGE + 9] != 'O')
+			_exit(11);
+		_exit(0);
 	}
-	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1));
-	{
-		long woken = 0;
-		int tries;
-
-		/* until the attacher is asleep in the kernel (bounded) */
-		for (tries = 0; tries < 1000000 && woken == 0; tries++) {
-			woken = sys_futex(buf, FUTEX_WAKE, 1, NULL);
-			ASSERT_GE(woken, 0);
-			if (!woken)
-				sched_yield();
-		}
-		ASSERT_EQ(1, woken);
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &m, 1)) {
+		TH_LOG("attacher exited with %d", wait_child(pid));
 	}
+	ASSERT_EQ('A', buf[PAGE + 8]);
+	buf[PAGE + 9] = 'O';
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "k", 1));
 	ASSERT_EQ(0, wait_child(pid));
 	ASSERT_EQ(0, xp_remove(self->fd, segid));
 	ASSERT_COUNTERS_AT_BASE();

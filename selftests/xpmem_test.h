@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * xpmem_test.h - helpers shared by the xpmem_* selftests: raw classic
+ * ioctl wrappers, the stats counters, a SIGBUS/SIGSEGV probe, byte
+ * patterns, pipes between processes and child process handling.
+ *
+ * Everything is static inline so that a suite using only some of the
+ * helpers still builds with -Wall -Werror.
+ */
+#ifndef XPMEM_TEST_H
+#define XPMEM_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xpmem_uapi.h"
+
+#define PAGE		4096UL
+#define STATS_DIR	"/sys/class/misc/xpmem/stats/"
+
+/* ---- raw ioctl wrappers: 0 or -errno ------------------------------------ */
+
+static inline int xp_open(void)
+{
+	return open(XPMEM_DEV_PATH, O_RDWR | O_CLOEXEC);
+}
+
+static inline int xp_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+static inline int xp_make(int fd, void *addr, size_t size, int mode,
+			  xpmem_segid_t *segid)
+{
+	struct xpmem_cmd_make c = {
+		.vaddr = (uintptr_t)addr, .size = size,
+		.permit_type = XPMEM_PERMIT_MODE, .permit_value = mode,
+	};
+	int ret = xp_ioctl(fd, XPMEM_CMD_MAKE, &c);
+
+	*segid = c.segid;
+	return ret;
+}
+
+static inline int xp_get(int fd, xpmem_segid_t segid, int flags,
+			 xpmem_apid_t *apid)
+{
+	struct xpmem_cmd_get c = {
+		.segid = segid, .flags = flags,
+		.permit_type = XPMEM_PERMIT_MODE,
+	};
+	int ret = xp_ioctl(fd, XPMEM_CMD_GET, &c);
+
+	*apid = c.apid;
+	return ret;
+}
+
+static inline int xp_attach(int fd, xpmem_apid_t apid, off_t off, size_t size,
+			    void *want, void **out)
+{
+	struct xpmem_cmd_attach c = {
+		.apid = apid, .offset = off, .size = size,
+		.vaddr = (uintptr_t)want, .fd = fd,
+	};
+	int ret = xp_ioctl(fd, XPMEM_CMD_ATTACH, &c);
+
+	*out = (void *)(uintptr_t)c.vaddr;
+	return ret;
+}
+
+static inline int xp_detach(int fd, void *addr)
+{
+	struct xpmem_cmd_detach c = { .vaddr = (uintptr_t)addr };
+
+	return xp_ioctl(fd, XPMEM_CMD_DETACH, &c);
+}
+
+static inline int xp_release(int fd, xpmem_apid_t apid)
+{
+	struct xpmem_cmd_release c = { .apid = apid };
+
+	return xp_ioctl(fd, XPMEM_CMD_RELEASE, &c);
+}
+
+static inline int xp_remove(int fd, xpmem_segid_t segid)
+{
+	struct xpmem_cmd_remove c = { .segid = segid };
+
+	return xp_ioctl(fd, XPMEM_CMD_REMOVE, &c);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* A counter from STATS_DIR, or -1 if it does not exist. */
+static inline long stat_read(const char *name)
+{
+	char path[128], buf[32] = "";
+	long v = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), STATS_DIR "%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	if (read(fd, buf, sizeof(buf) - 1) > 0)
+		v = strtol(buf, NULL, 10);
+	close(fd);
+	return v;
+}
+
+static sigjmp_buf probe_env;
+
+static inline void probe_handler(int sig)
+{
+	siglongjmp(probe_env, sig);
+}
+
+/*
+ * Touch @p; return 0, or the signal (SIGBUS/SIGSEGV) the access raised.
+ * Not thread-safe: one probe at a time per process.
+ */
+static inline int probe(volatile char *p, int write, char val)
+{
+	struct sigaction sa = { .sa_handler = probe_handler }, obus, osegv;
+	int sig;
+
+	sigaction(SIGBUS, &sa, &obus);
+	sigaction(SIGSEGV, &sa, &osegv);
+	sig = sigsetjmp(probe_env, 1);
+	if (!sig) {
+		if (write)
+			*p = val;
+		else
+			(void)*p;
+	}
+	sigaction(SIGBUS, &obus, NULL);
+	sigaction(SIGSEGV, &osegv, NULL);
+	return sig;
+}
+
+static inline void fill(void *p, size_t len, unsigned int seed)
+{
+	unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		c[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 12));
+}
+
+static inline int check(const void *p, size_t len, unsigned int seed)
+{
+	const unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (c[i] != (unsigned char)(seed * 131 + i * 7 + (i >> 12)))
+			return -1;
+	return 0;
+}
+
+static inline int all_bytes(const void *p, size_t len, unsigned char v)
+{
+	const unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (c[i] != v)
+			return -1;
+	return 0;
+}
+
+static inline void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* A one-byte message channel between two processes. */
+struct chan {
+	int to_child[2];
+	int to_parent[2];
+};
+
+static inline int chan_init(struct chan *c)
+{
+	if (pipe(c->to_child) || pipe(c->to_parent))
+		return -1;
+	return 0;
+}
+
+/* In the parent after fork: close the child's ends of @c, so that a child
+ * that exits early shows as end of file instead of a hang. */
+static inline void chan_parent(struct chan *c)
+{
+	close(c->to_child[0]);
+	close(c->to_parent[1]);
+}
+
+/* In the child after fork: close the parent's ends of @c. */
+static inline void chan_child(struct chan *c)
+{
+	close(c->to_child[1]);
+	close(c->to_parent[0]);
+}
+
+static inline int send_msg(int fd, const void *buf, size_t len)
+{
+	return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+static inline int recv_msg(int fd, void *buf, size_t len)
+{
+	return read(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+/* fork(); the child dies with its parent, so a failed test leaves no
+ * process holding the device or an attachment. */
+static inline pid_t fork_child(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return pid;
+}
+
+/* Wait for @pid; return its exit code, 128 + signal, or -1. */
+static inline int wait_child(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -1;
+}
+
+/* In a child: open the device, GET and ATTACH; 0 or a line number. */
+static inline int child_attach(xpmem_segid_t segid, int flags, off_t off,
+			       size_t size, int *fdp, xpmem_apid_t *apidp,
+			       char **addr)
+{
+	void *a;
+
+	*fdp = xp_open();
+	if (*fdp < 0)
+		return __LINE__;
+	if (xp_get(*fdp, segid, flags, apidp))
+		return __LINE__;
+	if (xp_attach(*fdp, *apidp, off, size, NULL, &a))
+		return __LINE__;
+	*addr = a;
+	return 0;
+}
+
+/*
+ * The test process's own anonymous buffer, exported and attached by the
+ * test process itself (the owner and the attacher are the same mm).
+ */
+struct own_att {
+	char *buf;		/* the owner's side */
+	size_t len;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *a;		/* the attachment */
+};
+
+/* mmap @len, fill with @c, MAKE with @mode, GET with @flags, ATTACH it all. */
+static inline int own_att_setup(int fd, struct own_att *o, size_t len,
+				int mode, int flags, int c)
+{
+	void *va = NULL;
+	int ret;
+
+	o->len = len;
+	o->buf = map_anon(len);
+	if (!o->buf)
+		return -ENOMEM;
+	memset(o->buf, c, len);
+	ret = xp_make(fd, o->buf, len, mode, &o->segid);
+	if (!ret)
+		ret = xp_get(fd, o->segid, flags, &o->apid);
+	if (!ret)
+		ret = xp_attach(fd, o->apid, 0, len, NULL, &va);
+	o->a = va;
+	return ret;
+}
+
+/* RELEASE (which detaches), REMOVE, munmap the owner's buffer. */
+static inline int own_att_teardown(int fd, struct own_att *o)
+{
+	int ret = xp_release(fd, o->apid);
+
+	if (!ret)
+		ret = xp_remove(fd, o->segid);
+	munmap(o->buf, o->len);
+	return ret;
+}
+
+static inline long sys_futex(void *addr, int op, int val,
+			     const struct timespec *ts)
+{
+	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+/*
+ * The object counters of a fixture with fields segs/permits/atts (read in
+ * its setup) are back where they were.
+ */
+#define ASSERT_COUNTERS_AT_BASE() do {					\
+	ASSERT_EQ(self->segs, stat_read("segments"));			\
+	ASSERT_EQ(self->permits, stat_read("permits"));			\
+	ASSERT_EQ(self->atts, stat_read("attachments"));		\
+} while (0)
+
+#endif /* XPMEM_TEST_H */
