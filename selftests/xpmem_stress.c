@@ -31,7 +31,7 @@
  *   XPMEM_STRESS_WINDOW     progress window in seconds (3/8/30): each side
  *                           of a concurrency case must complete an
  *                           iteration in every window
- *   XPMEM_STRESS_FI_ROUNDS  fault-injection rounds per process (60/300/5000)
+ *   XPMEM_STRESS_FI_ROUNDS  fault-injection rounds per process (100/1000/10000)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -135,7 +135,7 @@ static void params_init(void)
 	P.window = env_long("XPMEM_STRESS_WINDOW",
 			    (int[]){ 3, 8, 30 }[l], 1, 3600);
 	P.fi_rounds = env_long("XPMEM_STRESS_FI_ROUNDS",
-			       (long[]){ 60, 300, 5000 }[l], 1, 1L << 30);
+			       (long[]){ 100, 1000, 10000 }[l], 1, 1L << 30);
 	P.only = getenv("XPMEM_STRESS_ONLY");
 	s = getenv("XPMEM_STRESS_SEED");
 	if (s && *s) {
@@ -526,6 +526,11 @@ static int kill_and_reap(pid_t *pids, int n)
 			note("pid %d cannot be reaped (stuck in the kernel?)",
 			     pids[i]);
 			stuck++;
+		} else {
+			char how[64];
+
+			describe_status(st, how, sizeof(how));
+			note("child %d: %s", pids[i], how);
 		}
 		pids[i] = 0;
 	}
@@ -2423,6 +2428,7 @@ static int ks_owner(struct ks_victim *v, int wfd, int self, int exit_after)
 		if (write(wfd, msg, sizeof(msg)) != sizeof(msg))
 			return 43;
 	}
+	probe_install();
 	if (ks_start(ks_owner_churn, v))
 		return 44;
 	if (self) {
@@ -2443,7 +2449,8 @@ static int ks_owner(struct ks_victim *v, int wfd, int self, int exit_after)
 			     PG * (1 + ks_rnd(v, KS_PAGES / 2)), 0600, &seg2)) {
 			if (!xp_get(v->fd, seg2, XPMEM_RDWR, &apid2)) {
 				if (!xp_attach(v->fd, apid2, 0, PG, 0, &a)) {
-					((volatile uint8_t *)(uintptr_t)a)[0]++;
+					/* SIGBUS when the churn made it read-only */
+					touch((uint8_t *)(uintptr_t)a, 1, 1);
 					if (ks_rnd(v, 2))
 						xp_detach(v->fd, a);
 				}
@@ -2580,7 +2587,8 @@ static pid_t ks_spawn(struct ks_victim *v, int role, int pfd[2], int variant,
 	pthread_mutex_init(&v->rlock, NULL);
 	if (role == 0) {
 		close(pfd[0]);
-		_exit(ks_owner(v, pfd[1], variant == KS_SELF, exit_after));
+		_exit(ks_owner(v, variant == KS_SELF ? -1 : pfd[1],
+			       variant == KS_SELF, exit_after));
 	}
 	close(pfd[1]);
 	_exit(ks_attacher(v, pfd[0]));
@@ -2859,8 +2867,14 @@ static int oc_owner(struct oc_shared *sh, int shared, int wfd, uint64_t seed)
 		case 1:		/* away and back: contents preserved */
 			if (mremap(b + p * PG, k * PG, k * PG,
 				   MREMAP_MAYMOVE | MREMAP_FIXED, park + p * PG) ==
-			    MAP_FAILED)
-				return 63;
+			    MAP_FAILED) {
+				/* EFAULT: the range spans two mappings */
+				if (errno != EFAULT)
+					return 63;
+				mmap(park + p * PG, k * PG, PROT_NONE, MAP_PRIVATE |
+				     MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+				break;
+			}
 			if (mremap(park + p * PG, k * PG, k * PG,
 				   MREMAP_MAYMOVE | MREMAP_FIXED, b + p * PG) ==
 			    MAP_FAILED)
@@ -2934,9 +2948,14 @@ static void *oc_reattacher(void *arg)
 {
 	struct oc_att *a = arg;
 	uint64_t got;
+	long next = 0;
 	int over = 0;
 
 	while (!a->sh->stop_att) {
+		/* pace: one re-attach per 64 accesses of the faulters */
+		next += 64;
+		while (a->sh->faults < next && !a->sh->stop_att)
+			sched_yield();
 		/* sometimes attach over the live attachment without detaching */
 		if (!(over++ % 4) ||
 		    xp_attach(a->fd, a->apid, 0, OC_PAGES * PG, (uintptr_t)a->win, &got)) {
@@ -3052,7 +3071,7 @@ TEST_F_TIMEOUT(stress, owner_churn_shared, tmo(120, 180, 1200))
 
 /* ---- whole-address-space fault vs owner mmap/munmap (livelock case) ---- */
 
-#define LV_PAGES	64
+#define LV_PAGES	512
 
 struct lv_shared {
 	volatile long owner_it, faults;
@@ -3062,18 +3081,26 @@ struct lv_shared {
 	long sigs;
 };
 
+/*
+ * Unrelated memory: mmap, touch, mprotect, munmap.  Each takes the owner's
+ * mmap_lock for writing, and mprotect and munmap invalidate a range of the
+ * whole-address-space segment, which the attacher's fault (a 2 MiB window)
+ * must not keep losing to.
+ */
 static void *lv_mapper(void *arg)
 {
 	struct lv_shared *sh = arg;
 	uint8_t *q;
+	int i;
 
 	while (!sh->stop) {
-		q = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE,
+		q = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (q == MAP_FAILED)
 			_exit(80);
-		q[0] = 1;
-		munmap(q, 16 * PG);
+		for (i = 0; i < 4; i++)
+			q[i * PG] = 1;
+		munmap(q, 4 * PG);
 		__atomic_fetch_add(&sh->owner_it, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
@@ -3164,6 +3191,7 @@ TEST_F_TIMEOUT(stress, fault_vs_owner_mmap, tmo(120, 180, 1200))
 	struct kids k = { .n = 2 };
 	char msg[256] = "";
 	int ready[2], ret;
+	long retries;
 
 	ASSERT_NE(NULL, sh);
 	ASSERT_EQ(0, pipe(ready));
@@ -3175,10 +3203,12 @@ TEST_F_TIMEOUT(stress, fault_vs_owner_mmap, tmo(120, 180, 1200))
 	ASSERT_LE(0, k.pid[1]);
 	if (!k.pid[1])
 		_exit(lv_attacher(sh, ready[0]));
+	retries = stat_read("fault_retries");
 	ret = watch_progress(&k, ctr, names, 2, msg, sizeof(msg));
 	sh->stop = 1;
 	note("fault vs owner mmap: owner %ld mmap/munmap cycles, attacher %ld "
-	     "faults in %ds", sh->owner_it, sh->faults, P.seconds);
+	     "faults in %ds (module fault_retries +%ld)", sh->owner_it, sh->faults,
+	     P.seconds, stat_read("fault_retries") - retries);
 	if (ret) {
 		TH_LOG("%s", msg);
 		kill_and_reap(k.pid, 2);
@@ -3455,19 +3485,27 @@ static int fi_write(const char *dir, const char *attr, const char *val)
 	int fd, n;
 
 	snprintf(path, sizeof(path), FI_DEBUGFS "%s/%s", dir, attr);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		goto fail;
 	n = read(fd, old, sizeof(old) - 1);
+	close(fd);
 	if (n > 0 && fi_nsaved < 32) {
 		old[n] = 0;
 		snprintf(fi_saved[fi_nsaved].path, sizeof(fi_saved[0].path), "%s", path);
 		snprintf(fi_saved[fi_nsaved].val, sizeof(fi_saved[0].val), "%s", old);
 		fi_nsaved++;
 	}
-	n = pwrite(fd, val, strlen(val), 0);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		goto fail;
+	n = write(fd, val, strlen(val));
 	close(fd);
-	return n == (int)strlen(val) ? 0 : -1;
+	if (n == (int)strlen(val))
+		return 0;
+fail:
+	note("cannot write '%s' to %s: %s", val, path, strerror(errno));
+	return -1;
 }
 
 static void fi_restore(void)
