@@ -110,4 +110,12 @@ struct xpmem_cmd_detach {
 
 /* ---- extensions (not in the classic ABI) ------------------------------ */
 
+/*
+ * Segids and apids issued by xpmem.ko are 1 .. XPMEM_ID_MAX (46 bits: at
+ * most 12 hex digits, positive as int64_t).  libxpmem's shm backend issues
+ * ids with bit XPMEM_ID_BITS set, so the two never collide.
+ */
+#define XPMEM_ID_BITS		46
+#define XPMEM_ID_MAX		((1ULL << XPMEM_ID_BITS) - 1)
+
 #endif /* _XPMEM_UAPI_H */

@@ -6,7 +6,9 @@
 #ifndef _XPMEM_COMPAT_H
 #define _XPMEM_COMPAT_H
 
+#include <linux/ipc_namespace.h>
 #include <linux/mm.h>
+#include <linux/proc_ns.h>
 
 /*
  * XPMEM_HAVE_VM_FLAGS_SET comes from Kbuild, which looks for the helper in
@@ -24,5 +26,21 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 	vma->vm_flags &= ~flags;
 }
 #endif
+
+/* User shadow stacks (6.6): attachments never mirror them. */
+#ifndef VM_SHADOW_STACK
+#define VM_SHADOW_STACK		VM_NONE
+#endif
+
+/*
+ * put_ipc_ns() is exported only from 6.3 on; the namespace's own
+ * operations drop the reference the same way on every version.
+ */
+static inline void xpmem_put_ipc_ns(struct ipc_namespace *ns)
+{
+#ifdef CONFIG_IPC_NS
+	ns->ns.ops->put(&ns->ns);
+#endif
+}
 
 #endif /* _XPMEM_COMPAT_H */

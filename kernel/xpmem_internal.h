@@ -8,48 +8,58 @@
  *                      process that opened it; an ioctl from any other mm
  *                      gets -XPMEM_ERRNO_NOPROC (the classic convention that
  *                      makes a child after fork() reopen the device).
+ *                      Counts its objects against the module's limits.
  * struct xpmem_seg     an exported range [vaddr, vaddr + size) of the owner's
- *                      mm.  Mirrors the owner's page tables through an
- *                      mmu_interval_notifier; owns an anonymous inode whose
- *                      address_space all attachments of the segment map, so
- *                      invalidation is unmap_mapping_range() on it.
+ *                      mm.  Holds identity and permissions only; it mirrors
+ *                      nothing itself.
  * struct xpmem_permit  the right of one process to attach one segment (apid).
  * struct xpmem_att     one attachment: the VMA(s) of a pseudo file created by
- *                      ATTACH.  Lives as long as that file (i.e. as long as
- *                      any VMA maps it).
+ *                      ATTACH.  Mirrors the owner's range it maps through its
+ *                      own mmu_interval_notifier, and has its own inode, so
+ *                      invalidating it is unmap_mapping_range() on that
+ *                      inode and touches no other attachment.  Lives as long
+ *                      as its file (i.e. as long as any VMA maps it).
  *
  * References
  * ----------
+ * ctx:    the device file, each attachment made through it.
  * seg:    the id table while published, the owner ctx's list until REMOVE,
  *         each permit, each attachment.
  * permit: the id table while published, the getter ctx's list until
  *         RELEASE, each attachment.
  * att:    its pseudo file (file->private_data); freed from f_op->release.
- * The pseudo file also pins the module (try_module_get), so rmmod waits for
- * every attachment to be unmapped.
+ * Attachment inodes live on a pseudo filesystem that is mounted while any
+ * exists (simple_pin_fs), and the mount pins the module; so does each
+ * attachment file.  rmmod fails with EBUSY while anything is left.
  *
  * Lock order (outermost first)
  * ----------------------------
  *   attacher mmap_lock           page fault; ATTACH (vm_mmap) and DETACH
- *     owner mmap_lock            fault only, and only by trylock (or after
- *                                dropping the attacher's lock and
- *                                returning VM_FAULT_RETRY); released
- *                                before seg->lock is taken
- *     seg->lock                  the notifier lock; PTE insertion runs
+ *     owner mmap_lock            fault only, and only by trylock: a fault
+ *                                that finds it contended drops the
+ *                                attacher's lock and returns
+ *                                VM_FAULT_RETRY, or (->pfn_mkwrite, which
+ *                                cannot) has the page zapped and returns
+ *                                VM_FAULT_NOPAGE.  Never held with att->lock.
+ *     att->lock                  the notifier lock; PTE insertion runs
  *                                under it
  *       page table lock
  *   xpmem_obj_lock               ctx lists, seg->ctx, permit->ctx
- *   seg->lock
- *     permit->lock               attachment list (also taken alone, under
- *                                an attacher's mmap_lock)
- *   seg->att_lock                the segment's attachment list; leaf
+ *   seg->att_lock                the segment's attachment list (mutex;
+ *                                REMOVE zaps under it)
+ *     att->lock
+ *   permit->lock                 the permit's attachment list (mutex;
+ *                                RELEASE zaps under it)
+ *     att->lock
  *   xpmem_id_lock                id tables; leaf spinlock
  *
- * The invalidate callback (owner mmap_lock or reclaim context) takes
- * seg->lock only to advance the sequence number; it has a worker zap the
- * attachments after dropping it and waits (xpmem_seg.c), so zaps never
- * nest seg->locks or mmu notifier sections.
- * Nothing allocates memory while holding seg->lock: the fault path makes
+ * The invalidate callback (owner mmap_lock, or reclaim) takes att->lock
+ * only to advance the sequence; it has the zap worker zap the attachment
+ * after dropping it and waits (xpmem_attach.c).  Every zap of an
+ * attachment runs in that worker, and invalidations the worker causes are
+ * ignored (they only ever hit attachment VMAs, which are never mirrored),
+ * so zaps never nest and never recurse.
+ * Nothing allocates memory while holding att->lock: the fault path makes
  * sure the page table page exists before taking it.
  */
 #ifndef _XPMEM_INTERNAL_H
@@ -69,18 +79,34 @@
 /* Version reported by XPMEM_CMD_VERSION: major 3, minor 1 (classic layout). */
 #define XPMEM_VERSION_CODE	0x00030001
 
+struct ipc_namespace;
+struct vm_fault;
+struct vm_area_struct;
+
+/* 2^10 buckets: plenty for the thousands of segments an MPI job creates. */
+#define XPMEM_ID_HASH_BITS	10
+
+/* An object's entry in an id table (xpmem_id.c). */
 struct xpmem_id {
 	struct hlist_node node;
 	u64 id;
+	struct kref *ref;		/* the object's; lookups take one */
+};
+
+struct xpmem_id_table {
+	struct hlist_head buckets[1 << XPMEM_ID_HASH_BITS];
 };
 
 struct xpmem_ctx {
+	struct kref ref;
 	struct mm_struct *mm;		/* mmgrab()ed opener mm */
+	pid_t tgid;			/* opener, initial PID namespace */
 	struct list_head segs;		/* xpmem_seg.ctx_node */
 	struct list_head permits;	/* xpmem_permit.ctx_node */
+	atomic_t nr_segs;		/* on segs (limit: max_segments) */
+	atomic_t nr_permits;		/* on permits (limit: max_permits) */
+	atomic_t nr_atts;		/* alive (limit: max_attachments) */
 };
-
-extern struct mutex xpmem_obj_lock;
 
 struct xpmem_seg {
 	struct kref ref;
@@ -94,14 +120,10 @@ struct xpmem_seg {
 	kgid_t gid;
 	umode_t mode;			/* 0777-style permit mode */
 	struct user_namespace *user_ns;	/* for CAP_IPC_OWNER */
-	const void *ipc_ns;		/* identity only, never dereferenced */
-	struct inode *inode;		/* address_space of the attachments */
-	struct mmu_interval_notifier notifier;
-	bool notifier_live;
-	struct mutex lock;		/* the notifier lock */
-	bool removed;			/* under lock: no new PTEs */
-	spinlock_t att_lock;		/* protects atts */
+	struct ipc_namespace *ipc_ns;	/* referenced; scope of the segid */
+	struct mutex att_lock;		/* protects atts and removed */
 	struct list_head atts;		/* xpmem_att.seg_node, all permits */
+	bool removed;			/* no new attachments or PTEs */
 };
 
 struct xpmem_permit {
@@ -112,7 +134,7 @@ struct xpmem_permit {
 	struct list_head ctx_node;
 	struct mm_struct *mm;		/* getter mm (identity only) */
 	bool writable;
-	spinlock_t lock;		/* protects atts and released */
+	struct mutex lock;		/* protects atts and released */
 	struct list_head atts;		/* xpmem_att.permit_node */
 	bool released;
 };
@@ -120,23 +142,34 @@ struct xpmem_permit {
 struct xpmem_att {
 	struct xpmem_permit *permit;	/* referenced */
 	struct xpmem_seg *seg;		/* referenced */
+	struct xpmem_ctx *ctx;		/* referenced; charged for this */
 	struct list_head permit_node;
 	struct list_head seg_node;
 	struct mm_struct *mm;		/* attacher mm (identity only) */
 	unsigned long offset;		/* segment offset at attach time */
 	unsigned long size;
 	bool writable;
+	struct inode *inode;		/* address_space of the VMAs */
+	struct mmu_interval_notifier notifier;	/* owner's mapped range */
+	bool notifier_live;
+	struct mutex lock;		/* the notifier lock */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
-	bool dead;			/* under seg->lock: SIGBUS on fault */
+	bool dead;			/* under lock: SIGBUS on fault */
 };
 
-/* counters (xpmem_stats.c) */
+/*
+ * Interfaces, one heading per file, in layer order: a file calls only the
+ * files above its heading here (docs/design.md, "Layers").
+ */
+
+/* xpmem_stats.c: counters, sysfs */
 struct xpmem_stats {
 	atomic_long_t segments;
 	atomic_long_t permits;
 	atomic_long_t attachments;
 	atomic_long_t faults;
 	atomic_long_t fault_retries;
+	atomic_long_t fault_seq_retries;
 	atomic_long_t pages_mapped;
 	atomic_long_t invalidations;
 };
@@ -144,39 +177,64 @@ struct xpmem_stats {
 extern struct xpmem_stats xpmem_stats;
 extern const struct attribute_group *xpmem_attr_groups[];
 
-/* xpmem_id.c */
-int xpmem_id_publish(struct xpmem_id *id, bool is_seg);
-void xpmem_id_unpublish(struct xpmem_id *id);
-struct xpmem_seg *xpmem_seg_lookup(u64 segid);
-struct xpmem_permit *xpmem_permit_lookup(u64 apid);
+/* xpmem_proc.c: the classic /proc/xpmem files */
+int xpmem_proc_init(void);
+void xpmem_proc_exit(void);
+void xpmem_proc_open(void);
+void xpmem_proc_close(pid_t tgid);
 
-/* xpmem_seg.c */
-int xpmem_seg_init(void);
-void xpmem_seg_exit(void);
+/* xpmem_ctx.c: device contexts and per-context limits */
+extern struct mutex xpmem_obj_lock;
+extern unsigned int xpmem_max_segments;
+extern unsigned int xpmem_max_permits;
+extern unsigned int xpmem_max_attachments;
+bool xpmem_charge(atomic_t *count, unsigned int limit);
+struct xpmem_ctx *xpmem_ctx_alloc(void);
+void xpmem_ctx_get(struct xpmem_ctx *ctx);
+void xpmem_ctx_put(struct xpmem_ctx *ctx);
+
+/* xpmem_id.c: id tables */
+int xpmem_id_publish(struct xpmem_id_table *table, struct xpmem_id *id,
+		     struct kref *ref);
+void xpmem_id_unpublish(struct xpmem_id *id);
+struct xpmem_id *xpmem_id_lookup(struct xpmem_id_table *table, u64 id);
+
+/* xpmem_seg.c: segments */
 int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
-int xpmem_cmd_remove(struct xpmem_ctx *ctx, xpmem_segid_t segid);
-void xpmem_seg_remove(struct xpmem_seg *seg);
+struct xpmem_seg *xpmem_seg_lookup(xpmem_segid_t segid);
 void xpmem_seg_get(struct xpmem_seg *seg);
 void xpmem_seg_put(struct xpmem_seg *seg);
+bool xpmem_seg_owner_alive(struct xpmem_seg *seg);
+struct xpmem_seg *xpmem_seg_unlink(struct xpmem_ctx *ctx,
+				   xpmem_segid_t segid);
+struct xpmem_seg *xpmem_seg_unlink_any(struct xpmem_ctx *ctx);
+void xpmem_seg_withdraw(struct xpmem_seg *seg);
 
-/* xpmem_permit.c */
+/* xpmem_permit.c: access permits */
 int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd);
-int xpmem_cmd_release(struct xpmem_ctx *ctx, xpmem_apid_t apid);
-void xpmem_permit_release(struct xpmem_permit *permit, bool unmap);
+struct xpmem_permit *xpmem_permit_lookup(xpmem_apid_t apid);
 void xpmem_permit_get(struct xpmem_permit *permit);
 void xpmem_permit_put(struct xpmem_permit *permit);
+struct xpmem_permit *xpmem_permit_unlink(struct xpmem_ctx *ctx,
+					 xpmem_apid_t apid);
+struct xpmem_permit *xpmem_permit_unlink_any(struct xpmem_ctx *ctx);
+void xpmem_permit_withdraw(struct xpmem_permit *permit);
 
-/* xpmem_attach.c */
-int xpmem_fs_init(void);
-void xpmem_fs_exit(void);
-struct inode *xpmem_seg_inode_alloc(void);
+/* xpmem_fault.c: the mirror (notifier, zap worker, page fault) */
+int xpmem_fault_init(void);
+void xpmem_fault_exit(void);
+extern const struct vm_operations_struct xpmem_vm_ops;
+extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
+bool xpmem_vma_is_att(struct vm_area_struct *vma);
+void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
+		   unsigned long len);
+
+/* xpmem_attach.c: attachments; the end of permits and segments */
 int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd);
 int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
-void xpmem_att_unmap_all(struct xpmem_permit *permit);
-void xpmem_att_kill_all(struct xpmem_permit *permit);
-void xpmem_seg_zap(struct xpmem_seg *seg, unsigned long offset,
-		   unsigned long len);
-void xpmem_seg_add_att(struct xpmem_seg *seg, struct xpmem_att *att);
-void xpmem_seg_del_att(struct xpmem_seg *seg, struct xpmem_att *att);
+void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);
+void xpmem_seg_end(struct xpmem_seg *seg);
+
+/* xpmem_main.c: the device, ioctl dispatch (calls everything above) */
 
 #endif /* _XPMEM_INTERNAL_H */

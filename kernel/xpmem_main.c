@@ -17,23 +17,17 @@
 
 #include "xpmem_internal.h"
 
-/* ctx lists, seg->ctx and permit->ctx (see xpmem_internal.h) */
-DEFINE_MUTEX(xpmem_obj_lock);
-
 static int xpmem_open(struct inode *inode, struct file *file)
 {
 	struct xpmem_ctx *ctx;
 
 	if (!current->mm)
 		return -EINVAL;
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = xpmem_ctx_alloc();
 	if (!ctx)
 		return -ENOMEM;
-	INIT_LIST_HEAD(&ctx->segs);
-	INIT_LIST_HEAD(&ctx->permits);
-	mmgrab(current->mm);
-	ctx->mm = current->mm;
 	file->private_data = ctx;
+	xpmem_proc_open();
 	return 0;
 }
 
@@ -44,36 +38,40 @@ static int xpmem_release(struct inode *inode, struct file *file)
 	struct xpmem_permit *permit;
 	struct xpmem_seg *seg;
 
-	for (;;) {
-		mutex_lock(&xpmem_obj_lock);
-		permit = list_first_entry_or_null(&ctx->permits,
-						  struct xpmem_permit, ctx_node);
-		if (permit) {
-			list_del_init(&permit->ctx_node);
-			permit->ctx = NULL;
-		}
-		mutex_unlock(&xpmem_obj_lock);
-		if (!permit)
-			break;
-		xpmem_permit_release(permit, false);
+	while ((permit = xpmem_permit_unlink_any(ctx))) {
+		xpmem_permit_end(permit, false);
 		xpmem_permit_put(permit);
 	}
-	for (;;) {
-		mutex_lock(&xpmem_obj_lock);
-		seg = list_first_entry_or_null(&ctx->segs, struct xpmem_seg,
-					       ctx_node);
-		if (seg) {
-			list_del_init(&seg->ctx_node);
-			seg->ctx = NULL;
-		}
-		mutex_unlock(&xpmem_obj_lock);
-		if (!seg)
-			break;
-		xpmem_seg_remove(seg);
+	while ((seg = xpmem_seg_unlink_any(ctx))) {
+		xpmem_seg_end(seg);
 		xpmem_seg_put(seg);
 	}
-	mmdrop(ctx->mm);
-	kfree(ctx);
+	xpmem_proc_close(ctx->tgid);
+	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
+	return 0;
+}
+
+/* REMOVE: the segment and every attachment of it end. */
+static int xpmem_remove(struct xpmem_ctx *ctx, xpmem_segid_t segid)
+{
+	struct xpmem_seg *seg = xpmem_seg_unlink(ctx, segid);
+
+	if (IS_ERR(seg))
+		return PTR_ERR(seg);
+	xpmem_seg_end(seg);
+	xpmem_seg_put(seg);
+	return 0;
+}
+
+/* RELEASE: the permit ends; the caller's attachments through it go. */
+static int xpmem_release_permit(struct xpmem_ctx *ctx, xpmem_apid_t apid)
+{
+	struct xpmem_permit *permit = xpmem_permit_unlink(ctx, apid);
+
+	if (IS_ERR(permit))
+		return PTR_ERR(permit);
+	xpmem_permit_end(permit, true);
+	xpmem_permit_put(permit);
 	return 0;
 }
 
@@ -88,7 +86,7 @@ static long xpmem_ioctl_make(struct xpmem_ctx *ctx, void __user *uarg)
 	if (ret)
 		return ret;
 	if (put_user(cmd.segid, &((struct xpmem_cmd_make __user *)uarg)->segid)) {
-		xpmem_cmd_remove(ctx, cmd.segid);
+		xpmem_remove(ctx, cmd.segid);
 		return -EFAULT;
 	}
 	return 0;
@@ -100,7 +98,7 @@ static long xpmem_ioctl_remove(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_cmd_remove(ctx, cmd.segid);
+	return xpmem_remove(ctx, cmd.segid);
 }
 
 static long xpmem_ioctl_get(struct xpmem_ctx *ctx, void __user *uarg)
@@ -114,7 +112,7 @@ static long xpmem_ioctl_get(struct xpmem_ctx *ctx, void __user *uarg)
 	if (ret)
 		return ret;
 	if (put_user(cmd.apid, &((struct xpmem_cmd_get __user *)uarg)->apid)) {
-		xpmem_cmd_release(ctx, cmd.apid);
+		xpmem_release_permit(ctx, cmd.apid);
 		return -EFAULT;
 	}
 	return 0;
@@ -126,7 +124,7 @@ static long xpmem_ioctl_release(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_cmd_release(ctx, cmd.apid);
+	return xpmem_release_permit(ctx, cmd.apid);
 }
 
 static long xpmem_ioctl_attach(struct xpmem_ctx *ctx, void __user *uarg)
@@ -209,29 +207,29 @@ static int __init xpmem_init(void)
 {
 	int ret;
 
-	ret = xpmem_seg_init();
+	ret = xpmem_fault_init();
 	if (ret)
 		return ret;
-	ret = xpmem_fs_init();
+	ret = xpmem_proc_init();
 	if (ret)
-		goto exit_seg;
+		goto exit_fault;
 	ret = misc_register(&xpmem_dev);
 	if (ret)
-		goto exit_fs;
+		goto exit_proc;
 	return 0;
 
-exit_fs:
-	xpmem_fs_exit();
-exit_seg:
-	xpmem_seg_exit();
+exit_proc:
+	xpmem_proc_exit();
+exit_fault:
+	xpmem_fault_exit();
 	return ret;
 }
 
 static void __exit xpmem_exit(void)
 {
 	misc_deregister(&xpmem_dev);
-	xpmem_fs_exit();
-	xpmem_seg_exit();
+	xpmem_proc_exit();
+	xpmem_fault_exit();
 }
 
 module_init(xpmem_init);

@@ -20,6 +20,21 @@
 #define XPMEM_MODE_READ		04
 #define XPMEM_MODE_WRITE	02
 
+static struct xpmem_id_table xpmem_permit_ids;
+
+/**
+ * xpmem_permit_lookup - find a published access permit
+ * @apid: its id
+ *
+ * Return: the permit with a new reference, or NULL.
+ */
+struct xpmem_permit *xpmem_permit_lookup(xpmem_apid_t apid)
+{
+	struct xpmem_id *id = xpmem_id_lookup(&xpmem_permit_ids, apid);
+
+	return id ? container_of(id, struct xpmem_permit, id) : NULL;
+}
+
 void xpmem_permit_get(struct xpmem_permit *permit)
 {
 	kref_get(&permit->ref);
@@ -78,7 +93,8 @@ static int xpmem_seg_access(const struct xpmem_seg *seg, int flags)
  * library always passes NULL).
  *
  * Return: 0, -EINVAL for bad flags, permit type or id, -ENOENT for an unknown,
- * removed or foreign-namespace segment, -EACCES, -ENOMEM.
+ * removed or foreign-namespace segment or an exited owner, -EACCES,
+ * -ENOSPC over the max_permits limit, -ENOMEM.
  */
 int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 {
@@ -96,7 +112,8 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 	seg = xpmem_seg_lookup(cmd->segid);
 	if (!seg)
 		return -ENOENT;
-	if (seg->ipc_ns != current->nsproxy->ipc_ns) {
+	if (seg->ipc_ns != current->nsproxy->ipc_ns ||
+	    !xpmem_seg_owner_alive(seg)) {
 		ret = -ENOENT;
 		goto put_seg;
 	}
@@ -104,13 +121,18 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 	if (ret)
 		goto put_seg;
 
-	permit = kzalloc(sizeof(*permit), GFP_KERNEL);
+	if (!xpmem_charge(&ctx->nr_permits, READ_ONCE(xpmem_max_permits))) {
+		ret = -ENOSPC;
+		goto put_seg;
+	}
+	permit = kzalloc(sizeof(*permit), GFP_KERNEL_ACCOUNT);
 	if (!permit) {
+		atomic_dec(&ctx->nr_permits);
 		ret = -ENOMEM;
 		goto put_seg;
 	}
 	kref_init(&permit->ref);
-	spin_lock_init(&permit->lock);
+	mutex_init(&permit->lock);
 	INIT_LIST_HEAD(&permit->atts);
 	INIT_LIST_HEAD(&permit->ctx_node);
 	INIT_HLIST_NODE(&permit->id.node);
@@ -120,15 +142,12 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 	atomic_long_inc(&xpmem_stats.permits);
 
 	mutex_lock(&xpmem_obj_lock);
-	if (!seg->ctx) {
-		/* removed since the lookup */
-		mutex_unlock(&xpmem_obj_lock);
-		xpmem_permit_put(permit);
-		return -ENOENT;
-	}
-	ret = xpmem_id_publish(&permit->id, false);
+	/* removed since the lookup? */
+	ret = seg->ctx ? xpmem_id_publish(&xpmem_permit_ids, &permit->id,
+					  &permit->ref) : -ENOENT;
 	if (ret) {
 		mutex_unlock(&xpmem_obj_lock);
+		atomic_dec(&ctx->nr_permits);
 		xpmem_permit_put(permit);
 		return ret;
 	}
@@ -145,57 +164,77 @@ put_seg:
 }
 
 /**
- * xpmem_permit_release - unpublish a permit and end its attachments
- * @permit: a permit just unlinked from its ctx by the caller
- * @unmap: the caller is the permit's process: munmap its attachments
- *         (otherwise they stay mapped but fault with SIGBUS)
+ * xpmem_permit_withdraw - unpublish a permit and stop new attachments
+ * @permit: a permit just unlinked from its ctx
+ *
+ * Ending the attachments it has is the attachment layer's part of RELEASE
+ * (RELEASE in xpmem_attach.c).
  */
-void xpmem_permit_release(struct xpmem_permit *permit, bool unmap)
+void xpmem_permit_withdraw(struct xpmem_permit *permit)
 {
 	xpmem_id_unpublish(&permit->id);
-	spin_lock(&permit->lock);
+	mutex_lock(&permit->lock);
 	permit->released = true;
-	spin_unlock(&permit->lock);
+	mutex_unlock(&permit->lock);
+}
 
-	if (unmap)
-		xpmem_att_unmap_all(permit);
-	xpmem_att_kill_all(permit);
+/* Unlink @permit from its ctx; the caller holds xpmem_obj_lock. */
+static void xpmem_permit_unlink_locked(struct xpmem_permit *permit)
+{
+	atomic_dec(&permit->ctx->nr_permits);	/* charged to the ctx it is on */
+	list_del_init(&permit->ctx_node);
+	permit->ctx = NULL;
 }
 
 /**
- * xpmem_cmd_release - RELEASE: give up a permit and its attachments
+ * xpmem_permit_unlink - RELEASE's checks: take a permit from its process
  * @ctx: the caller's device context
  * @apid: the permit
  *
- * Return: 0, -ENOENT for an unknown permit, -EACCES if it belongs to
- * another process.
+ * Return: the permit, with the reference its ctx list held, or
+ * ERR_PTR(-EINVAL) for a non-positive id, -ENOENT for an unknown or
+ * released permit, -EACCES if it belongs to another process.
  */
-int xpmem_cmd_release(struct xpmem_ctx *ctx, xpmem_apid_t apid)
+struct xpmem_permit *xpmem_permit_unlink(struct xpmem_ctx *ctx,
+					 xpmem_apid_t apid)
 {
 	struct xpmem_permit *permit;
 	int ret = 0;
 
 	if (apid <= 0)
-		return -EINVAL;
+		return ERR_PTR(-EINVAL);
 	permit = xpmem_permit_lookup(apid);
 	if (!permit)
-		return -ENOENT;
+		return ERR_PTR(-ENOENT);
 
 	mutex_lock(&xpmem_obj_lock);
-	if (!permit->ctx) {
+	if (!permit->ctx)
 		ret = -ENOENT;
-	} else if (permit->mm != ctx->mm) {
+	else if (permit->mm != ctx->mm)
 		ret = -EACCES;
-	} else {
-		list_del_init(&permit->ctx_node);
-		permit->ctx = NULL;
-	}
+	else
+		xpmem_permit_unlink_locked(permit);
 	mutex_unlock(&xpmem_obj_lock);
 
-	if (!ret) {
-		xpmem_permit_release(permit, true);
-		xpmem_permit_put(permit);
-	}
-	xpmem_permit_put(permit);
-	return ret;
+	xpmem_permit_put(permit);	/* the lookup's; the list's stays */
+	return ret ? ERR_PTR(ret) : permit;
+}
+
+/**
+ * xpmem_permit_unlink_any - take any permit away from a closing ctx
+ * @ctx: the ctx
+ *
+ * Return: a permit with the reference its ctx list held, or NULL.
+ */
+struct xpmem_permit *xpmem_permit_unlink_any(struct xpmem_ctx *ctx)
+{
+	struct xpmem_permit *permit;
+
+	mutex_lock(&xpmem_obj_lock);
+	permit = list_first_entry_or_null(&ctx->permits, struct xpmem_permit,
+					  ctx_node);
+	if (permit)
+		xpmem_permit_unlink_locked(permit);
+	mutex_unlock(&xpmem_obj_lock);
+	return permit;
 }

@@ -39,6 +39,8 @@ static struct xpmem_stat_attr xpmem_stat_attrs[] = {
 	  &xpmem_stats.faults },
 	{ __ATTR(fault_retries, 0444, xpmem_stat_show, NULL),
 	  &xpmem_stats.fault_retries },
+	{ __ATTR(fault_seq_retries, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.fault_seq_retries },
 	{ __ATTR(pages_mapped, 0444, xpmem_stat_show, NULL),
 	  &xpmem_stats.pages_mapped },
 	{ __ATTR(invalidations, 0444, xpmem_stat_show, NULL),
@@ -53,6 +55,7 @@ static struct attribute *xpmem_stats_attrs[] = {
 	&xpmem_stat_attrs[4].attr.attr,
 	&xpmem_stat_attrs[5].attr.attr,
 	&xpmem_stat_attrs[6].attr.attr,
+	&xpmem_stat_attrs[7].attr.attr,
 	NULL,
 };
 

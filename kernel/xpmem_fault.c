@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xpmem_fault.c - the mirror: attacher page faults and their invalidation
+ *
+ * Every attachment registers an mmu_interval_notifier over the owner's
+ * range it maps, so invalidations of owner memory nobody attached never
+ * reach this module, and overlapping attachments are found through the
+ * core's interval tree.
+ *
+ * The fault handler mirrors the owner's page tables (the HMM pattern):
+ *   seq = mmu_interval_read_begin()
+ *   trylock the owner's mmap_lock, check the owner VMA, hmm_range_fault()
+ *   over a window inside it, unlock
+ *   lock att->lock; if mmu_interval_read_retry(seq): unlock, start over
+ *   insert PTEs; unlock
+ * No page is pinned beyond the PTE.  Every PTE is a special PFN PTE
+ * (vmf_insert_mixed() on a VM_MIXEDMAP | VM_IO VMA): get_user_pages()
+ * never finds the owner's page through an attachment, so nothing outlives
+ * an invalidation or a REMOVE.
+ *
+ * Writable attachments use write notification: PTEs start read-only and
+ * the first write to each goes through ->pfn_mkwrite, which makes the
+ * owner's page writable (breaking COW in the owner if needed), marks the
+ * owner's folio dirty and accessed, and only then lets the core make the
+ * PTE writable.  An attacher therefore never writes into a page the owner
+ * maps read-only, and reclaim never discards a page an attacher wrote.
+ *
+ * Never block on the owner's mmap_lock while holding the attacher's: a
+ * fault that finds it contended drops the attacher's lock, waits, and
+ * returns VM_FAULT_RETRY; ->pfn_mkwrite, which cannot drop it, zaps the
+ * page and returns VM_FAULT_NOPAGE so that the access comes back as a full
+ * fault.
+ */
+#include <linux/hmm.h>
+#include <linux/jiffies.h>
+#include <linux/magic.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/pfn_t.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/swap.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include "xpmem_internal.h"
+#include "compat.h"
+
+/* Fault window entries kept on the stack; larger windows use kmalloc. */
+#define XPMEM_FAULT_STACK_PAGES	32
+
+/*
+ * Sequence retries inside one fault before it gives the CPU back by
+ * returning VM_FAULT_NOPAGE (the access is simply repeated): an owner that
+ * keeps changing the attached range cannot make a fault spin forever.
+ */
+#define XPMEM_FAULT_MAX_RETRIES	8
+
+/*
+ * How long a fault that cannot drop the attacher's mmap_lock (GUP without
+ * FAULT_FLAG_ALLOW_RETRY) polls for a contended owner mmap_lock before it
+ * fails with SIGBUS (EFAULT to the GUP caller).
+ */
+#define XPMEM_OWNER_POLL	(HZ / 10)
+
+static unsigned int fault_window_pages = PTRS_PER_PTE;
+module_param(fault_window_pages, uint, 0644);
+MODULE_PARM_DESC(fault_window_pages,
+		 "Pages mapped per attacher fault when the owner has them resident (1..512, power of two; default 512 = one PMD)");
+
+static struct workqueue_struct *xpmem_zap_wq;
+
+/*
+ * Mapped instead of the shared zero page, which vmf_insert_mixed()
+ * refuses in writable mappings: reads of memory the owner never wrote see
+ * zeroes and allocate nothing in the owner.  Read-only, never written.
+ */
+static struct page *xpmem_zero_page;
+
+/* ---- zapping ------------------------------------------------------------ */
+
+/*
+ * Zapping attacher PTEs calls the attacher mm's own mmu notifiers.  From
+ * inside the owner's notifier callback that would nest two
+ * invalidate_range_start sections in one task (lockdep reports it as
+ * recursion), and the attachment VMAs being zapped may themselves lie in a
+ * range some attachment mirrors, which would call back into this file.  So
+ * every zap runs in this worker, and the callback ignores invalidations the
+ * worker causes: they only ever hit attachment VMAs, and a fault never
+ * mirrors an attachment VMA (xpmem_vma_mirrorable()), so there is nothing
+ * to invalidate.  The worker holds nothing its waiters hold (only the
+ * attachment's i_mmap_rwsem and attacher page table locks), so the wait
+ * cannot deadlock; WQ_MEM_RECLAIM: the callback runs in reclaim.
+ */
+struct xpmem_zap_req {
+	struct work_struct work;
+	struct completion done;
+	struct xpmem_att *att;
+	unsigned long offset;
+	unsigned long len;
+};
+
+static void xpmem_zap_work(struct work_struct *work)
+{
+	struct xpmem_zap_req *req =
+		container_of(work, struct xpmem_zap_req, work);
+
+	unmap_mapping_range(req->att->inode->i_mapping, req->offset,
+			    req->len, 1);
+	complete(&req->done);	/* req lives on the waiter's stack */
+}
+
+static bool xpmem_in_zap_worker(void)
+{
+	struct work_struct *work = current_work();
+
+	return work && work->func == xpmem_zap_work;
+}
+
+/**
+ * xpmem_att_zap - remove an attachment's PTEs over part of it
+ * @att: the attachment
+ * @offset: segment offset, page aligned
+ * @len: bytes; 0 means to the end
+ *
+ * The next access faults.  Waits for the zap worker.
+ *
+ * Context: may sleep; no att->lock held.
+ */
+void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
+		   unsigned long len)
+{
+	struct xpmem_zap_req req = {
+		.att = att, .offset = offset, .len = len,
+	};
+
+	init_completion(&req.done);
+	INIT_WORK_ONSTACK(&req.work, xpmem_zap_work);
+	queue_work(xpmem_zap_wq, &req.work);
+	wait_for_completion(&req.done);
+	destroy_work_on_stack(&req.work);
+}
+
+/* ---- invalidation ------------------------------------------------------- */
+
+static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq)
+{
+	struct xpmem_att *att = container_of(mni, struct xpmem_att, notifier);
+	unsigned long base = att->seg->vaddr + att->offset;
+	unsigned long start = max(range->start, base);
+	unsigned long end = min(range->end, base + att->size);
+	bool blockable = mmu_notifier_range_blockable(range);
+	bool mapped;
+
+	/* Caused by our own zap of attachment VMAs: nothing mirrors those. */
+	if (xpmem_in_zap_worker())
+		return true;
+
+	if (blockable)
+		mutex_lock(&att->lock);
+	else if (!mutex_trylock(&att->lock))
+		return false;
+	/*
+	 * Once an attachment has had VMAs and lost them all it never gets
+	 * one again, so with none there is no PTE to zap and even the OOM
+	 * reaper's non-blockable invalidation can succeed.
+	 */
+	mapped = atomic_read(&att->nr_vmas) > 0;
+	if (!blockable && mapped) {
+		mutex_unlock(&att->lock);
+		return false;		/* zapping sleeps */
+	}
+	/*
+	 * Advance the sequence under the lock PTE insertion holds: a fault
+	 * that inserted before this point is zapped below, a fault that takes
+	 * the lock after it sees the new sequence and retries.
+	 */
+	mmu_interval_set_seq(mni, cur_seq);
+	mutex_unlock(&att->lock);
+
+	atomic_long_inc(&xpmem_stats.invalidations);
+	if (mapped && start < end)
+		xpmem_att_zap(att, start - att->seg->vaddr, end - start);
+	return true;
+}
+
+const struct mmu_interval_notifier_ops xpmem_att_mni_ops = {
+	.invalidate = xpmem_att_invalidate,
+};
+
+/* ---- the fault ---------------------------------------------------------- */
+
+static unsigned long xpmem_window_pages(void)
+{
+	unsigned int n = READ_ONCE(fault_window_pages);
+
+	if (!n || n > PTRS_PER_PTE || !is_power_of_2(n))
+		n = PTRS_PER_PTE;
+	return n;
+}
+
+/* The PFN an hmm_range_fault() entry names, without its flag bits. */
+static unsigned long xpmem_hmm_pfn(unsigned long hmm_pfn)
+{
+	return hmm_pfn & ~HMM_PFN_FLAGS;
+}
+
+/* The PFN to map for an owner PFN: our own zero page for the zero page. */
+static unsigned long xpmem_map_pfn(unsigned long hmm_pfn)
+{
+	unsigned long pfn = xpmem_hmm_pfn(hmm_pfn);
+
+	return is_zero_pfn(pfn) ? page_to_pfn(xpmem_zero_page) : pfn;
+}
+
+/**
+ * xpmem_vma_is_att - is @vma an attachment of this module?
+ * @vma: any VMA
+ */
+bool xpmem_vma_is_att(struct vm_area_struct *vma)
+{
+	return vma->vm_ops == &xpmem_vm_ops;
+}
+
+/*
+ * Owner VMAs whose pages an attachment may map: what get_user_pages()
+ * would hand out, and never an attachment (which would make the mirror
+ * recurse into itself, or nest attachments' locks).
+ */
+static bool xpmem_vma_mirrorable(struct vm_area_struct *vma)
+{
+	struct file *file = vma->vm_file;
+
+	if (vma->vm_flags & (VM_IO | VM_PFNMAP | VM_MIXEDMAP | VM_SHADOW_STACK))
+		return false;
+	if (xpmem_vma_is_att(vma))
+		return false;
+	/* memfd_secret(): out of the direct map, never lent to anyone */
+	if (file && file_inode(file)->i_sb->s_magic == SECRETMEM_MAGIC)
+		return false;
+	return true;
+}
+
+static int xpmem_noop_pte(pte_t *pte, unsigned long addr, void *data)
+{
+	return 0;
+}
+
+/*
+ * Make sure the page table page for the window exists, so that inserting
+ * under att->lock never allocates (the invalidate callback, which takes
+ * att->lock, runs in reclaim).
+ */
+static int xpmem_fault_prepare_pt(struct vm_fault *vmf)
+{
+	if (!pmd_none(*vmf->pmd))
+		return 0;
+	return apply_to_page_range(vmf->vma->vm_mm, vmf->address & PAGE_MASK,
+				   PAGE_SIZE, xpmem_noop_pte, NULL);
+}
+
+/*
+ * Take the owner's mmap_lock for reading without ever blocking on it while
+ * the attacher's is held.
+ *
+ * Return: 0 with the lock held, or what the fault must return.  On
+ * VM_FAULT_RETRY the attacher's mmap_lock has been dropped (unless the
+ * fault said RETRY_NOWAIT), so neither the VMA nor the attachment may be
+ * touched any more.
+ */
+static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
+					 struct mm_struct *owner, bool mkwrite)
+{
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	unsigned long deadline;
+
+	if (mmap_read_trylock(owner))
+		return 0;
+	atomic_long_inc(&xpmem_stats.fault_retries);
+
+	if (mkwrite) {
+		/* The next access takes ->fault, which may drop the lock. */
+		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		return VM_FAULT_NOPAGE;
+	}
+	if (vmf->flags & FAULT_FLAG_ALLOW_RETRY) {
+		if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
+			return VM_FAULT_RETRY;
+		mmap_read_unlock(vmf->vma->vm_mm);
+		if (!mmap_read_lock_killable(owner))
+			mmap_read_unlock(owner);
+		return VM_FAULT_RETRY;
+	}
+	/* GUP with no lock to drop: poll for a while, never block. */
+	deadline = jiffies + XPMEM_OWNER_POLL;
+	do {
+		if (fatal_signal_pending(current))
+			return VM_FAULT_SIGBUS;
+		cond_resched();
+		if (mmap_read_trylock(owner))
+			return 0;
+	} while (time_before(jiffies, deadline));
+	return VM_FAULT_SIGBUS;
+}
+
+/* The attacher wrote or read the owner's page: as if the owner had. */
+static void xpmem_fault_touch(unsigned long hmm_pfn, bool write)
+{
+	unsigned long pfn = xpmem_hmm_pfn(hmm_pfn);
+	struct folio *folio;
+
+	if (!pfn_valid(pfn) || is_zero_pfn(pfn))
+		return;
+	folio = page_folio(pfn_to_page(pfn));
+	/*
+	 * The sequence is valid and att->lock held, so the owner still maps
+	 * the folio (truncation and unmapping wait in our invalidate
+	 * callback): its mapping is alive, as the page table lock would
+	 * guarantee for the owner's own write fault.
+	 */
+	if (write)
+		folio_mark_dirty(folio);
+	folio_mark_accessed(folio);
+}
+
+/*
+ * Map the resolved window [start, start + npages pages) of the attacher.
+ * Called with att->lock held and the sequence validated, so every page in
+ * @pfns is still mapped by the owner.
+ */
+static vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
+				     const unsigned long *pfns,
+				     unsigned long npages, unsigned long fidx)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+	unsigned long i, mapped = 0;
+	vm_fault_t r;
+
+	for (i = 0; i < npages; i++) {
+		if (!(pfns[i] & HMM_PFN_VALID) || (pfns[i] & HMM_PFN_ERROR))
+			continue;
+		r = vmf_insert_mixed(vma, start + i * PAGE_SIZE,
+				     pfn_to_pfn_t(xpmem_map_pfn(pfns[i])));
+		if (i == fidx)
+			ret = r;
+		if (!(r & VM_FAULT_ERROR))
+			mapped++;
+	}
+	if (!(ret & VM_FAULT_ERROR))
+		xpmem_fault_touch(pfns[fidx], false);
+	atomic_long_add(mapped, &xpmem_stats.pages_mapped);
+	return ret;
+}
+
+/*
+ * ->pfn_mkwrite after resolution: the core makes the PTE writable on 0,
+ * if it is unchanged.  A PTE that names another page than the owner's
+ * writable one (our zero page, a page COW-broken meanwhile) must go.
+ *
+ * Return: 0, or VM_FAULT_NOPAGE with *@zap set.
+ */
+static vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf,
+				      unsigned long hmm_pfn, bool *zap)
+{
+	if (!(hmm_pfn & HMM_PFN_WRITE) ||
+	    pte_pfn(vmf->orig_pte) != xpmem_hmm_pfn(hmm_pfn)) {
+		*zap = true;
+		return VM_FAULT_NOPAGE;
+	}
+	xpmem_fault_touch(hmm_pfn, true);
+	return 0;
+}
+
+/* Attacher window [*lo, *hi) around the fault, inside the owner VMA. */
+static void xpmem_fault_window(struct vm_fault *vmf,
+			       struct vm_area_struct *ovma, unsigned long oaddr,
+			       bool mkwrite, unsigned long *lo,
+			       unsigned long *hi)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	unsigned long win = mkwrite ? PAGE_SIZE :
+			    xpmem_window_pages() << PAGE_SHIFT;
+	unsigned long addr = vmf->address & PAGE_MASK;
+
+	/* distances from the faulting page, so nothing can wrap */
+	unsigned long below = addr - max(ALIGN_DOWN(addr, win), vma->vm_start);
+	unsigned long above = min(ALIGN_DOWN(addr, win) + win, vma->vm_end) -
+			      addr;
+
+	below = min(below, oaddr - ovma->vm_start);
+	above = min(above, ovma->vm_end - oaddr);
+	*lo = addr - below;
+	*hi = addr + above;
+}
+
+/*
+ * The fault and the mkwrite handlers.  @mkwrite: the PTE exists read-only
+ * and the attacher writes; make the owner's page writable and let the core
+ * upgrade the PTE if it still maps that page.
+ */
+static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct xpmem_att *att = vma->vm_private_data;
+	struct mm_struct *owner = att->seg->mm;
+	unsigned long oaddr = att->seg->vaddr + (vmf->pgoff << PAGE_SHIFT);
+	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
+	bool self = owner == vma->vm_mm;
+	unsigned long stack_pfns[XPMEM_FAULT_STACK_PAGES];
+	unsigned long *pfns = stack_pfns;
+	unsigned long lo, hi, npages, fidx, maxpages;
+	struct hmm_range range = {};
+	struct vm_area_struct *ovma;
+	unsigned int retries = 0;
+	bool zap = false;
+	vm_fault_t ret;
+	int err;
+
+	atomic_long_inc(&xpmem_stats.faults);
+	/* A VMA copied into another mm (it cannot be: VM_DONTCOPY|VM_IO). */
+	if (vma->vm_mm != att->mm || READ_ONCE(att->dead))
+		return VM_FAULT_SIGBUS;
+
+	maxpages = mkwrite ? 1 : xpmem_window_pages();
+	if (maxpages > ARRAY_SIZE(stack_pfns)) {
+		pfns = kmalloc_array(maxpages, sizeof(*pfns), GFP_KERNEL);
+		if (!pfns)
+			return VM_FAULT_OOM;
+	}
+	if (!mmget_not_zero(owner)) {
+		ret = VM_FAULT_SIGBUS;		/* the owner has exited */
+		goto free_pfns;
+	}
+
+	range.notifier = &att->notifier;
+	range.hmm_pfns = pfns;
+	range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
+
+again:
+	range.notifier_seq = mmu_interval_read_begin(&att->notifier);
+	if (!self) {
+		ret = xpmem_fault_lock_owner(vmf, owner, mkwrite);
+		if (ret)
+			goto put_owner;
+	}
+	ovma = vma_lookup(owner, oaddr);
+	if (!ovma || !xpmem_vma_mirrorable(ovma)) {
+		if (!self)
+			mmap_read_unlock(owner);
+		ret = VM_FAULT_SIGBUS;
+		goto put_owner;
+	}
+	xpmem_fault_window(vmf, ovma, oaddr, mkwrite, &lo, &hi);
+	npages = (hi - lo) >> PAGE_SHIFT;
+	fidx = ((vmf->address & PAGE_MASK) - lo) >> PAGE_SHIFT;
+	range.start = oaddr - (fidx << PAGE_SHIFT);
+	range.end = range.start + (npages << PAGE_SHIFT);
+	memset(pfns, 0, npages * sizeof(*pfns));
+	pfns[fidx] = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
+
+	err = hmm_range_fault(&range);
+	if (!self)
+		mmap_read_unlock(owner);
+	if (err == -EBUSY)
+		goto retry;
+	if (err) {
+		ret = err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+		goto put_owner;
+	}
+
+	if (!mkwrite && xpmem_fault_prepare_pt(vmf)) {
+		ret = VM_FAULT_OOM;
+		goto put_owner;
+	}
+
+	mutex_lock(&att->lock);
+	if (mmu_interval_read_retry(&att->notifier, range.notifier_seq)) {
+		mutex_unlock(&att->lock);
+		goto retry;
+	}
+	if (att->dead)
+		ret = VM_FAULT_SIGBUS;
+	else if (mkwrite)
+		ret = xpmem_fault_mkwrite(vmf, pfns[fidx], &zap);
+	else
+		ret = xpmem_fault_insert(vmf, lo, pfns, npages, fidx);
+	mutex_unlock(&att->lock);
+	if (zap)
+		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+	goto put_owner;
+
+retry:
+	atomic_long_inc(&xpmem_stats.fault_seq_retries);
+	if (fatal_signal_pending(current)) {
+		ret = VM_FAULT_SIGBUS;
+		goto put_owner;
+	}
+	if (++retries >= XPMEM_FAULT_MAX_RETRIES) {
+		/* Give the CPU back; the access is repeated. */
+		cond_resched();
+		ret = VM_FAULT_NOPAGE;
+		goto put_owner;
+	}
+	cond_resched();
+	goto again;
+
+put_owner:
+	/* never exit_mmap() the owner from under the attacher's mmap_lock */
+	mmput_async(owner);
+free_pfns:
+	if (pfns != stack_pfns)
+		kfree(pfns);
+	return ret;
+}
+
+static vm_fault_t xpmem_att_fault(struct vm_fault *vmf)
+{
+	return xpmem_fault_common(vmf, false);
+}
+
+static vm_fault_t xpmem_att_mkwrite(struct vm_fault *vmf)
+{
+	return xpmem_fault_common(vmf, true);
+}
+
+/* VMA count of an attachment: +1 on split or mremap copy, -1 on removal. */
+static void xpmem_att_vma_open(struct vm_area_struct *vma)
+{
+	struct xpmem_att *att = vma->vm_private_data;
+
+	atomic_inc(&att->nr_vmas);
+}
+
+static void xpmem_att_vma_close(struct vm_area_struct *vma)
+{
+	struct xpmem_att *att = vma->vm_private_data;
+
+	atomic_dec(&att->nr_vmas);
+}
+
+const struct vm_operations_struct xpmem_vm_ops = {
+	.open = xpmem_att_vma_open,
+	.close = xpmem_att_vma_close,
+	.fault = xpmem_att_fault,
+	.pfn_mkwrite = xpmem_att_mkwrite,
+};
+
+int xpmem_fault_init(void)
+{
+	xpmem_zero_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!xpmem_zero_page)
+		return -ENOMEM;
+	xpmem_zap_wq = alloc_workqueue("xpmem_zap", WQ_MEM_RECLAIM, 0);
+	if (!xpmem_zap_wq) {
+		__free_page(xpmem_zero_page);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void xpmem_fault_exit(void)
+{
+	destroy_workqueue(xpmem_zap_wq);
+	__free_page(xpmem_zero_page);
+}
