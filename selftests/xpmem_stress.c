@@ -706,6 +706,7 @@ struct fz {
 	uint8_t *arena;
 	uint8_t kind[FZ_PAGES], prot[FZ_PAGES], inh[FZ_PAGES];
 	int8_t att[FZ_PAGES];
+	uint32_t hist[FZ_PAGES][4];	/* last changes: op # << 8 | what */
 	struct fz_perm perm[FZ_PERMS];
 	struct fz_att atts[FZ_ATTS];
 	struct fz_seg seg[FZ_SEGS];
@@ -764,6 +765,8 @@ static void fz_check(struct fz *f, long r, int must_fail, const char *what)
 		fz_fail(f, "%s: accepted, must fail", what);
 	if (r < 0 && must_fail)
 		f->refused++;
+	if (r >= 0)
+		f->ok[f->op]++;
 }
 
 static uint8_t *pg_addr(struct fz *f, unsigned long p)
@@ -778,6 +781,25 @@ static int in_arena(struct fz *f, uint64_t a, uint64_t len)
 	return a >= lo && len <= FZ_ARENA && a - lo <= FZ_ARENA - len;
 }
 
+/* History of a page's model, for failure messages. */
+static void fz_hist(struct fz *f, unsigned long p, char what)
+{
+	memmove(&f->hist[p][1], &f->hist[p][0], 3 * sizeof(f->hist[p][0]));
+	f->hist[p][0] = (uint32_t)f->opi << 8 | (uint8_t)what;
+}
+
+static const char *fz_hist_str(struct fz *f, unsigned long p)
+{
+	static char buf[96];
+	int i, n = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < 4 && f->hist[p][i]; i++)
+		n += snprintf(buf + n, sizeof(buf) - n, " %c@%u",
+			      (char)(f->hist[p][i] & 0xff), f->hist[p][i] >> 8);
+	return buf;
+}
+
 /* Set the model of arena pages [p, p + n). */
 static void fz_set(struct fz *f, unsigned long p, unsigned long n, int kind,
 		   int prot, int att)
@@ -790,7 +812,9 @@ static void fz_set(struct fz *f, unsigned long p, unsigned long n, int kind,
 		f->kind[i] = kind;
 		f->prot[i] = prot;
 		f->att[i] = kind == PK_ATT ? att : -1;
-		f->inh[i] = kind != PK_ATT && kind != PK_RESV;
+		/* attachments are VM_DONTCOPY; everything else is inherited */
+		f->inh[i] = kind != PK_ATT;
+		fz_hist(f, i, 'a' + kind);
 		if (kind == PK_ATT)
 			f->atts[att].pages++;
 	}
@@ -1604,6 +1628,8 @@ static void op_junk(struct fz *f)
 	r = xp_ioctl(f->fd, cmd, arg);
 	if (r < 0 && !clean_errno(r))
 		fz_fail(f, "ioctl 0x%lx: unexpected errno %ld", cmd, -r);
+	if (r >= 0)
+		f->ok[f->op]++;
 }
 
 /* ---- memory operations ---- */
@@ -1635,6 +1661,7 @@ static void op_touch(struct fz *f)
 	int i, n = 1 + rnd(&f->r, 8), ai;
 	long p;
 
+	f->ok[f->op]++;		/* what must hold is checked per page */
 	for (i = 0; i < n; i++) {
 		if (chance(&f->r, 40) && (ai = FZ_PICK(f, f->atts)) >= 0) {
 			if (f->atts[ai].olen && chance(&f->r, 50)) {
@@ -1834,10 +1861,9 @@ static void op_mprotect(struct fz *f)
 	}
 	f->ok[f->op]++;
 	for (i = p; i < p + n; i++) {
-		if (f->kind[i] == PK_RESV && prot) {
+		if (f->kind[i] == PK_RESV && prot)
 			f->kind[i] = PK_PRIV;	/* the reservation is memory now */
-			f->inh[i] = 1;
-		}
+		fz_hist(f, i, '0' + prot);
 		f->prot[i] = prot;
 	}
 }
@@ -1867,8 +1893,10 @@ static void op_madvise(struct fz *f)
 	if (!r)
 		f->ok[f->op]++;
 	if (adv == MADV_DOFORK || adv == MADV_DONTFORK)
-		for (i = p; i < p + n; i++)
+		for (i = p; i < p + n; i++) {
 			f->inh[i] = r ? 2 : adv == MADV_DOFORK;
+			fz_hist(f, i, r ? 'E' : adv == MADV_DOFORK ? 'F' : 'D');
+		}
 }
 
 /* get_user_pages and uaccess on our pages and attachments */
@@ -1953,11 +1981,15 @@ static int fz_child(struct fz *f)
 		else if (sig)
 			__atomic_fetch_add(&f->sh->sigsegv, 1, __ATOMIC_RELAXED);
 		/* inherited own memory works; what was not inherited is a hole */
-		if (f->inh[p] == 1 && f->prot[p] && f->kind[p] != PK_ATT &&
-		    f->kind[p] != PK_SECRET && sig)
-			return 20;
-		if (f->inh[p] == 0 && sig != SIGSEGV)
-			return 21;
+		if ((f->inh[p] == 1 && f->prot[p] && f->kind[p] != PK_ATT &&
+		     f->kind[p] != PK_SECRET && sig) ||
+		    (f->inh[p] == 0 && sig != SIGSEGV))
+			fz_fail(f, "fork child: %s of page %ld (%p, kind %d, prot %d, "
+				"%s; history:%s) gave %s",
+				w ? "write" : "read", p, (void *)pg_addr(f, p),
+				f->kind[p], f->prot[p],
+				f->inh[p] ? "inherited" : "not inherited",
+				fz_hist_str(f, p), sig ? strsignal(sig) : "no fault");
 	}
 	/* the parent's device fd is the parent's */
 	r = xp_make(f->fd, (uintptr_t)f->arena, PG, 0600, &segid);
@@ -2061,6 +2093,7 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 	f->pid = getpid();
 	f->arena = arena;
 	memset(f->att, -1, sizeof(f->att));
+	memset(f->inh, 1, sizeof(f->inh));	/* the reservation is inherited */
 	/* odd workers run as alice / bob: the permission checks matter */
 	if (id & 1) {
 		f->uid = f->gid = 1000 + (id / 2) % 2;
@@ -2425,7 +2458,9 @@ static int ks_owner(struct ks_victim *v, int wfd, int self, int exit_after)
 	if (wfd >= 0) {
 		uint64_t msg[2] = { v->segid, v->off };
 
-		if (write(wfd, msg, sizeof(msg)) != sizeof(msg))
+		/* EPIPE: the attacher was killed already */
+		signal(SIGPIPE, SIG_IGN);
+		if (write(wfd, msg, sizeof(msg)) != sizeof(msg) && errno != EPIPE)
 			return 43;
 	}
 	probe_install();
