@@ -671,6 +671,7 @@ struct fz_shared {
 	struct fz_procinfo procs[FZ_MAXPROCS];
 	long ops[FZ_NOPS], ok[FZ_NOPS], ns[FZ_NOPS];
 	long touches, sigbus, sigsegv, refused, selfmaps, forks, child_touches;
+	int secretmem;
 	uint64_t crash_addr[FZ_MAXPROCS];
 	int failed;
 	char fail[640];
@@ -2121,6 +2122,8 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 		close(f->secretfd);
 		f->secretfd = -1;
 	}
+	if (f->secretfd >= 0)
+		sh->secretmem = 1;
 	sh->procs[id].pid = f->pid;
 	sh->procs[id].uid = f->uid;
 	sh->procs[id].addr[0] = (uintptr_t)&frame;
@@ -2298,9 +2301,10 @@ TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 			 "%s%s %.1f", i ? ", " : "", fz_names[i], sh->ns[i] / 1e9);
 	note("  seconds spent (all processes): %s", line);
 	note("  touches %ld (+%ld in fork children): SIGBUS %ld, SIGSEGV %ld; "
-	     "invalid requests refused %ld; self/cross-mapping attaches %ld; forks %ld",
-	     sh->touches, sh->child_touches, sh->sigbus, sh->sigsegv, sh->refused,
-	     sh->selfmaps, sh->forks);
+	     "invalid requests refused %ld; self/cross-mapping attaches %ld; forks %ld; "
+	     "memfd_secret owner memory: %s", sh->touches, sh->child_touches,
+	     sh->sigbus, sh->sigsegv, sh->refused, sh->selfmaps, sh->forks,
+	     sh->secretmem ? "yes" : "no (unavailable)");
 	ASSERT_EQ(0, bad);
 	ASSERT_EQ(0, sh->failed);
 	ASSERT_EQ(P.fuzz_ops <= per * n ? 1 : 0, 1);

@@ -18,7 +18,10 @@
 #     or prints no Totals line counts as one failure);
 #   - insmod and "rmmod after suites" count as one test each;
 #   - every kernel BUG/WARNING/Oops/KASAN/lockdep/... line in the console
-#     counts as one failure;
+#     counts as one failure, and so does every hung-task ("blocked for more
+#     than", after 20 s in the guest), soft/hard lockup and RCU stall report;
+#   - a task the guest finds in D state after a suite (for 5 s) fails that
+#     suite (its kernel stack is in the console log);
 #   - kmemleak (debug kernel): each leaked object involving xpmem fails;
 #   - VM wall-clock timeout or a VM that never reports DONE fails.
 # Logs: build/qemu/KERNEL/{console.log,results.log}; summary line in
@@ -26,10 +29,16 @@
 # $RESULT_FILE if set).  If another run holds build/qemu/KERNEL, this run
 # uses build/qemu/KERNEL.<pid> instead.
 #
-# Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12: 1800),
-#   SUITE_TIMEOUT (s per suite, default 300), VM_MEM_MB (default 2048, split
-#   over two NUMA nodes), VM_SMP (2), VERBOSE=1 streams the console live,
-#   NO_BUILD=1 skips `make userspace`, B (build dir, default build).
+# Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12: 1800;
+#   plus STRESS_TIMEOUT in long mode), SUITE_TIMEOUT (s per suite, default
+#   300), VM_MEM_MB (default 2048, split over two NUMA nodes), VM_SMP (2),
+#   VERBOSE=1 streams the console live, NO_BUILD=1 skips `make userspace`,
+#   B (build dir, default build).
+#   xpmem_stress: XPMEM_STRESS (mode on debug kernels: off|quick|ci|long,
+#   default ci), XPMEM_STRESS_STOCK (mode on the other kernels, default
+#   quick), STRESS_TIMEOUT (s for that suite; quick 600, ci 1200, long
+#   28800), and every other XPMEM_STRESS_* variable (SEED, ONLY, FUZZ_OPS,
+#   ...; see selftests/xpmem_stress.c) is passed to the suite.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -53,10 +62,10 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run
 
 resolve_kernel "$kname" "$top" "$B" || die "cannot resolve kernel"
 # xpmem_stress runs in mode XPMEM_STRESS (default ci) on the debug kernel
-# and in mode XPMEM_STRESS_STOCK (default off) on the others.
+# and in mode XPMEM_STRESS_STOCK (default quick, ~30 s) on the others.
 case "$kname" in
 debug-*) stress=${XPMEM_STRESS:-ci} ;;
-*) stress=${XPMEM_STRESS_STOCK:-off} ;;
+*) stress=${XPMEM_STRESS_STOCK:-quick} ;;
 esac
 case "$stress" in
 off) stress_timeout=0 ;;
