@@ -642,7 +642,7 @@ static const char *const fz_names[FZ_NOPS] = {
  * on the debug kernel under TCG; mmap and touch (faults) come next.
  */
 static const unsigned short fz_weight[FZ_NOPS] = {
-	70, 40, 50, 100, 45, 120, 60, 53, 200, 50, 40, 30, 40, 60, 40, 0, 2,
+	70, 60, 55, 110, 45, 120, 68, 70, 160, 40, 35, 25, 40, 60, 40, 0, 2,
 };
 
 struct fz_segslot {
