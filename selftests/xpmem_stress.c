@@ -2783,19 +2783,17 @@ struct kids {
 };
 
 /*
- * Run for P.seconds; in every window of P.window seconds each counter must
- * advance.  The clock is poll() on the children's pidfds (a child that
- * exits early ends the wait at once); nothing sleeps.  Returns 0, or -1
- * with a message in @msg.
+ * Run for P.seconds, rounded up to whole windows of P.window seconds; in
+ * every window each counter must advance.  The clock is poll() on the
+ * children's pidfds (a child that exits early ends the wait at once);
+ * nothing sleeps.  Returns 0, or -1 with a message in @msg.
  */
 static int watch_progress(struct kids *k, volatile long *const ctr[],
 			  const char *const names[], int n, char *msg, size_t len)
 {
+	uint64_t win = P.window * 1000000000ULL, t0 = now_ns(), t, deadline;
+	long nwin = (P.seconds + P.window - 1) / P.window, w, last[8], i;
 	struct pollfd pf[4];
-	long last[8], i;
-	uint64_t t0 = now_ns(), wstart = t0, t;
-	uint64_t end = t0 + P.seconds * 1000000000ULL;
-	uint64_t win = P.window * 1000000000ULL;
 	int np = 0, ret = 0;
 
 	for (i = 0; i < k->n; i++) {
@@ -2806,33 +2804,24 @@ static int watch_progress(struct kids *k, volatile long *const ctr[],
 	}
 	for (i = 0; i < n; i++)
 		last[i] = *ctr[i];
-	for (;;) {
-		t = now_ns();
-		if (t >= end)
-			break;
-		if (poll(pf, np, (end - t) / 1000000 < 250 ?
-			 (int)((end - t) / 1000000) + 1 : 250) > 0) {
-			snprintf(msg, len, "a child exited after %.1fs, before the end",
-				 (now_ns() - t0) / 1e9);
-			ret = -1;
-			break;
+	for (w = 0; w < (nwin > 0 ? nwin : 1) && !ret; w++) {
+		deadline = t0 + (w + 1) * win;
+		while (!ret && (t = now_ns()) < deadline) {
+			if (poll(pf, np, (int)((deadline - t) / 1000000) + 1) > 0) {
+				snprintf(msg, len, "a child exited after %.1fs, "
+					 "before the end", (now_ns() - t0) / 1e9);
+				ret = -1;
+			}
 		}
-		t = now_ns();
-		if (t - wstart < win)
-			continue;
-		for (i = 0; i < n; i++) {
-			if (*ctr[i] != last[i])
-				continue;
-			snprintf(msg, len, "%s made no progress from %.1fs to %.1fs "
-				 "(stuck at %ld)", names[i], (wstart - t0) / 1e9,
-				 (t - t0) / 1e9, last[i]);
-			ret = -1;
-		}
-		if (ret)
-			break;
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n && !ret; i++) {
+			if (*ctr[i] == last[i]) {
+				snprintf(msg, len, "%s made no progress from %lds to "
+					 "%lds (stuck at %ld)", names[i],
+					 w * P.window, (w + 1) * P.window, last[i]);
+				ret = -1;
+			}
 			last[i] = *ctr[i];
-		wstart = t;
+		}
 	}
 	for (i = 0; i < np; i++)
 		close(pf[i].fd);
@@ -2862,6 +2851,16 @@ static int reap_kids(struct __test_metadata *_metadata, struct kids *k)
 		k->pid[i] = 0;
 	}
 	return bad;
+}
+
+/* read() that gives up after @seconds (-1) */
+static ssize_t read_bounded(int fd, void *buf, size_t len, int seconds)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, seconds * 1000) != 1)
+		return -1;
+	return read(fd, buf, len);
 }
 
 static void thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
@@ -3405,7 +3404,7 @@ TEST_F_TIMEOUT(stress, mutual_mkwrite, tmo(120, 180, 1200))
 		close(up[i][1]);
 	}
 	for (i = 0; i < 2; i++)
-		ASSERT_EQ(1, read(up[i][0], &c, 1));
+		ASSERT_EQ(1, read_bounded(up[i][0], &c, 1, 60));
 	for (i = 0; i < 2; i++)
 		ASSERT_EQ(1, write(down[i][1], "g", 1));
 	ret = watch_progress(&k, ctr, names, 4, msg, sizeof(msg));
@@ -3417,8 +3416,14 @@ TEST_F_TIMEOUT(stress, mutual_mkwrite, tmo(120, 180, 1200))
 		kill_and_reap(k.pid, 2);
 		ASSERT_EQ(0, ret);
 	}
-	for (i = 0; i < 2; i++)
-		ASSERT_EQ(1, read(up[i][0], &c, 1));
+	/* both writers stopped?  (bounded: a deadlocked side never answers) */
+	for (i = 0; i < 2; i++) {
+		if (read_bounded(up[i][0], &c, 1, 30) != 1) {
+			TH_LOG("side %c did not stop its threads within 30 s", 'A' + i);
+			kill_and_reap(k.pid, 2);
+			ASSERT_TRUE(0);
+		}
+	}
 	for (i = 0; i < 2; i++)
 		ASSERT_EQ(1, write(down[i][1], "e", 1));
 	EXPECT_EQ(0, reap_kids(_metadata, &k));
