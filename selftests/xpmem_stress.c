@@ -27,8 +27,8 @@
  *   XPMEM_STRESS_FUZZ_OPS   fuzz operations in total   (20000/100000/1000000)
  *   XPMEM_STRESS_PROCS      fuzz processes             (4)
  *   XPMEM_STRESS_KILLS      kill-storm lifecycles      (200/1000/10000)
- *   XPMEM_STRESS_SECONDS    length of each concurrency case (6/16/300)
- *   XPMEM_STRESS_WINDOW     progress window in seconds (3/8/30): each side
+ *   XPMEM_STRESS_SECONDS    length of each concurrency case (6/12/300)
+ *   XPMEM_STRESS_WINDOW     progress window in seconds (3/6/30): each side
  *                           of a concurrency case must complete an
  *                           iteration in every window
  *   XPMEM_STRESS_FI_ROUNDS  fault-injection rounds per process (100/1000/10000)
@@ -131,9 +131,9 @@ static void params_init(void)
 	P.kills = env_long("XPMEM_STRESS_KILLS",
 			   (long[]){ 200, 1000, 10000 }[l], 1, 1L << 30);
 	P.seconds = env_long("XPMEM_STRESS_SECONDS",
-			     (int[]){ 6, 16, 300 }[l], 1, 86400);
+			     (int[]){ 6, 12, 300 }[l], 1, 86400);
 	P.window = env_long("XPMEM_STRESS_WINDOW",
-			    (int[]){ 3, 8, 30 }[l], 1, 3600);
+			    (int[]){ 3, 6, 30 }[l], 1, 3600);
 	P.fi_rounds = env_long("XPMEM_STRESS_FI_ROUNDS",
 			       (long[]){ 100, 1000, 10000 }[l], 1, 1L << 30);
 	P.only = getenv("XPMEM_STRESS_ONLY");
@@ -2317,11 +2317,11 @@ TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 /*
  * Lifecycles of an owner and an attacher, each multi-threaded and busy in
  * every ioctl and fault path at once, SIGKILLed at a random point: after a
- * random number (0..24) of completed operations, counted by an eventfd
+ * random number (0..12) of completed operations, counted by an eventfd
  * the victim's threads write after each.  Two lanes run concurrently.
  */
 
-#define KS_PAGES	64
+#define KS_PAGES	16
 #define KS_LANES	2
 
 enum ks_variant {
@@ -2668,7 +2668,7 @@ static void ks_lane(struct ks_shared *sh, int lane, uint64_t seed, long n)
 		int variant = rnd(&r, KS_NVARIANTS), pfd[2], oefd, aefd;
 		struct ks_victim v = { 0 };
 		pid_t o = 0, a = 0;
-		long k = rnd(&r, 25), k2 = rnd(&r, 6);
+		long k = rnd(&r, 13), k2 = rnd(&r, 5);
 		int res;
 
 		rng_init(&v.r, rnd64(&r), lc);
