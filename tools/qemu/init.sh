@@ -26,11 +26,20 @@ if grep -q hugetlbfs /proc/filesystems; then
 	echo 64 > /proc/sys/vm/nr_hugepages 2>/dev/null
 fi
 hostname xpmem-vm
+# Hung tasks are reported after 20 s instead of 120 s (the host fails the
+# run on "blocked for more than"); a suite's timeout is longer than that.
+[ -w /proc/sys/kernel/hung_task_timeout_secs ] &&
+	echo 20 > /proc/sys/kernel/hung_task_timeout_secs
 
 MODE=check
 SUITE_FILTER=
 SUITE_TIMEOUT=300
 KERNEL_NAME=unknown
+# xpmem_stress: off, quick, ci or long (run.sh: ci on the debug kernel, off
+# on the others), its own timeout, and XPMEM_STRESS_* settings to pass on.
+XPMEM_STRESS=off
+STRESS_TIMEOUT=900
+STRESS_ENV=
 [ -f /etc/xpmem-run.conf ] && . /etc/xpmem-run.conf
 
 R=/dev/ttyS1
@@ -53,14 +62,59 @@ matches() {
 	return 1
 }
 
+# dstate_pids: tasks (user or kernel) in uninterruptible sleep.  The state
+# is the field after the last ')' of /proc/PID/stat (comm may contain any
+# character).
+dstate_pids() {
+	for d in /proc/[0-9]*; do
+		s=$(cat "$d/stat" 2>/dev/null) || continue
+		s=${s##*) }
+		[ "${s%% *}" = D ] && echo "${d#/proc/}"
+	done
+}
+
+# dstate_check PASS NAME: after a suite, a task that stays in D state for
+# 5 s (passing through D is normal) is reported with its kernel stack and
+# recorded as a failure of that suite (once per task).
+DSTATE_SEEN=" "
+dstate_check() {
+	stuck=
+	for p in $(dstate_pids); do
+		case "$DSTATE_SEEN" in *" $p "*) ;; *) stuck="$stuck $p" ;; esac
+	done
+	i=0
+	while [ -n "$stuck" ] && [ "$i" -lt 5 ]; do
+		sleep 1
+		i=$((i + 1))
+		now=" $(dstate_pids | tr '\n' ' ') "
+		keep=
+		for p in $stuck; do
+			case "$now" in *" $p "*) keep="$keep $p" ;; esac
+		done
+		stuck=$keep
+	done
+	for p in $stuck; do
+		DSTATE_SEEN="$DSTATE_SEEN$p "
+		comm=$(cat "/proc/$p/comm" 2>/dev/null)
+		say "task $p ($comm) in D state after suite $2 ($1); wchan $(cat "/proc/$p/wchan" 2>/dev/null); stack:"
+		sed 's/^/  /' "/proc/$p/stack" 2>/dev/null
+		{
+			echo "@@XPMEM DSTATE $1 $2 $p $comm"
+			sed 's/^/@@XPMEM DSTACK /' "/proc/$p/stack" 2>/dev/null
+		} > "$R"
+	done
+}
+
 # run_suite PASS NAME [ENV...]: run /selftests/NAME in its own session (so
 # that the whole process group can be killed: a test's children must not
-# outlive it) with a watchdog of SUITE_TIMEOUT seconds, in its own tmpfs
-# directory; stream the output to the console, then copy it to the result
-# channel.  Output goes to a file, not a pipe, so a child stuck in the kernel
-# cannot hang the runner.
+# outlive it) with a watchdog of SUITE_TIMEOUT seconds (RUN_TIMEOUT if set),
+# in its own tmpfs directory; stream the output to the console, then copy it
+# to the result channel, then look for tasks left in D state.  Output goes
+# to a file, not a pipe, so a child stuck in the kernel cannot hang the
+# runner.
 run_suite() {
 	pass=$1; name=$2; shift 2
+	tmo=${RUN_TIMEOUT:-$SUITE_TIMEOUT}
 	dir=/tmp/run-$pass-$name
 	mkdir -p "$dir"
 	: > "$dir/.out"
@@ -71,7 +125,7 @@ run_suite() {
 	setsid sh -c 'cd "$1" && shift && exec env "$@"' sh "$dir" "$@" \
 		"/selftests/$name" > "$dir/.out" 2>&1 < /dev/null &
 	pid=$!
-	( sleep "$SUITE_TIMEOUT"; echo timeout > "$dir/.timeout"
+	( sleep "$tmo"; echo timeout > "$dir/.timeout"
 	  kill -TERM -- "-$pid" 2>/dev/null; sleep 5; kill -KILL -- "-$pid" 2>/dev/null ) &
 	dog=$!
 	wait "$pid"
@@ -89,8 +143,9 @@ run_suite() {
 		echo "@@XPMEM END $pass $name rc=$rc time=$t"
 	} > "$R"
 	tot=$(grep '^# Totals:' "$dir/.out" | tail -n 1)
-	[ "$rc" = 124 ] && tot="TIMEOUT after ${SUITE_TIMEOUT}s; $tot"
+	[ "$rc" = 124 ] && tot="TIMEOUT after ${tmo}s; $tot"
 	say "=== suite $name ($pass) rc=$rc ${t}s ${tot:-NO TOTALS LINE}"
+	dstate_check "$pass" "$name"
 }
 
 kmemleak_dump() {
@@ -127,6 +182,7 @@ suites() { # suites PREFIX: basenames of /selftests/PREFIX* that match the filte
 	for s in /selftests/"$1"*; do
 		[ -x "$s" ] || continue
 		n=${s##*/}
+		[ "$n" = xpmem_stress ] && [ "$XPMEM_STRESS" = off ] && continue
 		matches "$n" && echo "$n"
 	done
 }
@@ -203,7 +259,17 @@ else
 	say "no /xpmem.ko in this initramfs (kernel/ empty?)"
 fi
 
-for n in $(suites xpmem_); do run_suite kernel "$n" XPMEM_BACKEND=kernel; done
+for n in $(suites xpmem_); do
+	if [ "$n" = xpmem_stress ]; then
+		RUN_TIMEOUT=$STRESS_TIMEOUT
+		# shellcheck disable=SC2086 # STRESS_ENV is a word list
+		run_suite kernel "$n" XPMEM_BACKEND=kernel \
+			XPMEM_STRESS="$XPMEM_STRESS" $STRESS_ENV
+		RUN_TIMEOUT=
+	else
+		run_suite kernel "$n" XPMEM_BACKEND=kernel
+	fi
+done
 for n in $(suites lib_); do run_suite kernel "$n" XPMEM_BACKEND=kernel; done
 
 if [ -w /sys/kernel/debug/kmemleak ] && [ -d /sys/module/xpmem ]; then

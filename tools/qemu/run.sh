@@ -18,7 +18,10 @@
 #     or prints no Totals line counts as one failure);
 #   - insmod and "rmmod after suites" count as one test each;
 #   - every kernel BUG/WARNING/Oops/KASAN/lockdep/... line in the console
-#     counts as one failure;
+#     counts as one failure, and so does every hung-task ("blocked for more
+#     than", after 20 s in the guest), soft/hard lockup and RCU stall report;
+#   - a task the guest finds in D state after a suite (for 5 s) fails that
+#     suite (its kernel stack is in the console log);
 #   - kmemleak (debug kernel): each leaked object involving xpmem fails;
 #   - VM wall-clock timeout or a VM that never reports DONE fails.
 # Logs: build/qemu/KERNEL/{console.log,results.log}; summary line in
@@ -26,10 +29,16 @@
 # $RESULT_FILE if set).  If another run holds build/qemu/KERNEL, this run
 # uses build/qemu/KERNEL.<pid> instead.
 #
-# Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12: 1800),
-#   SUITE_TIMEOUT (s per suite, default 300), VM_MEM_MB (default 2048, split
-#   over two NUMA nodes), VM_SMP (2), VERBOSE=1 streams the console live,
-#   NO_BUILD=1 skips `make userspace`, B (build dir, default build).
+# Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12: 1800;
+#   plus STRESS_TIMEOUT in long mode), SUITE_TIMEOUT (s per suite, default
+#   300), VM_MEM_MB (default 2048, split over two NUMA nodes), VM_SMP (2),
+#   VERBOSE=1 streams the console live, NO_BUILD=1 skips `make userspace`,
+#   B (build dir, default build).
+#   xpmem_stress: XPMEM_STRESS (mode on debug kernels: off|quick|ci|long,
+#   default ci), XPMEM_STRESS_STOCK (mode on the other kernels, default
+#   off), STRESS_TIMEOUT (s for that suite; quick 600, ci 1200, long
+#   28800), and every other XPMEM_STRESS_* variable (SEED, ONLY, FUZZ_OPS,
+#   ...; see selftests/xpmem_stress.c) is passed to the suite.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -52,7 +61,23 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run
 [ -x /bin/busybox ] || die "/bin/busybox missing (busybox-static); run tools/deps.sh as root"
 
 resolve_kernel "$kname" "$top" "$B" || die "cannot resolve kernel"
+# xpmem_stress runs in mode XPMEM_STRESS (default ci) on the debug kernel
+# and in mode XPMEM_STRESS_STOCK (default off; quick takes ~30 s) on the
+# others.
+case "$kname" in
+debug-*) stress=${XPMEM_STRESS:-ci} ;;
+*) stress=${XPMEM_STRESS_STOCK:-off} ;;
+esac
+case "$stress" in
+off) stress_timeout=0 ;;
+quick) stress_timeout=600 ;;
+ci) stress_timeout=1200 ;;
+long) stress_timeout=28800 ;;
+*) die "XPMEM_STRESS/XPMEM_STRESS_STOCK: off, quick, ci or long, not '$stress'" ;;
+esac
+stress_timeout=${STRESS_TIMEOUT:-$stress_timeout}
 case "$kname" in debug-*) def_timeout=1800 ;; *) def_timeout=900 ;; esac
+[ "$stress" = long ] && def_timeout=$((def_timeout + stress_timeout))
 vm_timeout=${VM_TIMEOUT:-$def_timeout}
 suite_timeout=${SUITE_TIMEOUT:-300}
 mem=${VM_MEM_MB:-2048}
@@ -127,6 +152,16 @@ EOG
 	echo "SUITE_TIMEOUT=$suite_timeout"
 	echo "SUITE_FILTER='$filter'"
 	echo "BENCH_ARGS='${BENCH_ARGS:--s 32 -r 3}'"
+	echo "XPMEM_STRESS=$stress"
+	echo "STRESS_TIMEOUT=$stress_timeout"
+	# XPMEM_STRESS_SEED, _ONLY, _FUZZ_OPS, ... for the suite (one word each)
+	stress_env=
+	while IFS='=' read -r k v; do
+		case "$k" in XPMEM_STRESS_STOCK) continue ;; esac
+		[[ "$v" =~ ^[A-Za-z0-9_.,:+-]*$ ]] || die "$k: only [A-Za-z0-9_.,:+-] allowed"
+		stress_env="$stress_env $k=$v"
+	done < <(env | grep '^XPMEM_STRESS_' || true)
+	echo "STRESS_ENV='${stress_env# }'"
 } > "$root/etc/xpmem-run.conf"
 (cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 > "$out/initramfs.cpio.gz"
 
@@ -142,7 +177,9 @@ if [ "$mode" = check ]; then
 	for p in xpmem_ lib_; do
 		for f in "$root"/selftests/"$p"*; do
 			[ -f "$f" ] || continue
-			n=${f##*/}; matches "$n" && expected+=("kernel $n")
+			n=${f##*/}
+			[ "$n" = xpmem_stress ] && [ "$stress" = off ] && continue
+			matches "$n" && expected+=("kernel $n")
 		done
 	done
 	for f in "$root"/selftests/lib_*; do
@@ -154,9 +191,11 @@ fi
 
 # ---- boot -------------------------------------------------------------------
 half=$((mem / 2))
-append="console=ttyS0,115200 rdinit=/init panic=-1 mitigations=off printk.devkmsg=on"
+# secretmem.enable=1: memfd_secret is off by default on 6.1 (on by default
+# later; an unknown parameter is ignored).
+append="console=ttyS0,115200 rdinit=/init panic=-1 mitigations=off printk.devkmsg=on secretmem.enable=1"
 rm -f "$out/console.log" "$out/results.log"
-echo "run.sh[$kname]: booting $KIMAGE (${mem} MiB, $smp cpus, 2 NUMA nodes, limit ${vm_timeout}s)" >&2
+echo "run.sh[$kname]: booting $KIMAGE (${mem} MiB, $smp cpus, 2 NUMA nodes, limit ${vm_timeout}s, xpmem_stress: $stress)" >&2
 t0=$(date +%s)
 if [ -n "${VERBOSE:-}" ]; then
 	touch "$out/console.log"
@@ -228,6 +267,10 @@ if [ "$mode" = check ]; then
 			bad "$n [$p]: did not run to completion (VM crash or timeout?)"
 			continue
 		fi
+		# tasks the guest found in D state after this suite
+		while read -r _ _ _ _ dpid dcomm; do
+			bad "$n [$p]: task $dpid ($dcomm) left in D state (stack in $out/console.log)"
+		done < <(grep "^@@XPMEM DSTATE $p $n " "$res" || true)
 		rc=$(printf '%s\n' "$endl" | sed -n 's/.* rc=\([0-9]*\).*/\1/p')
 		tm=$(printf '%s\n' "$endl" | sed -n 's/.* time=\([0-9]*\).*/\1/p')
 		tot=$(printf '%s\n' "$block" | grep '^# Totals:' | tail -n 1 || true)
@@ -277,7 +320,12 @@ grep -q '^@@XPMEM DONE' "$res" || bad "VM did not report DONE (crashed, hung or 
 # that happens to contain one of the words cannot trigger a false failure;
 # call-trace frames ("func+0x1/0x2") are skipped so that one splat counts
 # once per headline, not once per lockdep_* frame.
+# Hangs and stalls: the hung-task detector's "INFO: task X:PID blocked for
+# more than N seconds", the soft/hard lockup watchdog, and RCU CPU and task
+# stall reports ("rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
+# "... self-detected stall on CPU", "INFO: rcu_tasks detected stalls").
 pat='BUG:|WARNING:|Oops|general protection fault|KASAN|UBSAN|possible recursive locking|possible circular locking|(^|[^_a-z])lockdep([^_a-z]|$)|inconsistent lock state|suspicious RCU usage|unreferenced object|Kernel panic|list_add corruption|list_del corruption|sleeping function called from invalid context|refcount_t'
+pat="$pat"'|blocked for more than [0-9]+ seconds|soft lockup|hard LOCKUP|rcu: INFO: rcu_|INFO: rcu_[a-z_]+ detected stall|self-detected stall'
 if [ -f "$out/console.log" ]; then
 	findings=$(tr -d '\r' < "$out/console.log" |
 		grep -E '\[ *[0-9]+\.[0-9]{6}\]' |
