@@ -1072,11 +1072,12 @@ TEST_F(ids, proc_leak_check)
 	segid = xpmem_make(buf, 4 * page, XPMEM_PERMIT_MODE, (void *)0600);
 	ASSERT_LT(0, segid);
 	for (i = 0; i < 4; i++) {
-		int ready[2];
+		int ready[2], hold[2];
 		pid_t child;
 		char c;
 
 		ASSERT_EQ(0, pipe(ready));
+		ASSERT_EQ(0, pipe(hold));
 		child = fork_child();
 		ASSERT_LE(0, child);
 		if (child == 0) {
@@ -1084,21 +1085,23 @@ TEST_F(ids, proc_leak_check)
 			unsigned char *at;
 
 			close(ready[0]);
+			close(hold[1]);
 			at = get_attach(segid, XPMEM_RDWR, 4 * page, &ap);
 			if (!at || check(at, 4 * page, 111))
 				_exit(10);
 			if (write_all(ready[1], "r", 1))
 				_exit(11);
-			if (i % 2)
-				pause();	/* until SIGKILL */
+			wait_eof(hold[0]);	/* or SIGKILL */
 			_exit(CHILD_OK);
 		}
 		close(ready[1]);
+		close(hold[0]);
 		ASSERT_EQ(1, read(ready[0], &c, 1));
 		close(ready[0]);
 		ASSERT_TRUE(tgid_file_exists(child));
 		if (i % 2)
 			ASSERT_EQ(0, kill(child, SIGKILL));
+		close(hold[1]);
 		st = wait_child(child);
 		if (i % 2) {
 			ASSERT_TRUE(WIFSIGNALED(st));
