@@ -333,6 +333,38 @@ static int proc_leak_check(pid_t self, int *ntgid, int *has_self,
 	return ret;
 }
 
+/* Log every file of /proc/xpmem: mode, owner, contents. */
+static void proc_dump(struct __test_metadata *_metadata)
+{
+	DIR *d = opendir(PROC_XPMEM);
+	char path[300], text[256];
+	struct dirent *e;
+	struct stat st;
+	ssize_t n;
+	int fd, i;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), PROC_XPMEM "/%s", e->d_name);
+		if (stat(path, &st))
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		n = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+		if (fd >= 0)
+			close(fd);
+		text[n < 0 ? 0 : n] = 0;
+		for (i = 0; text[i]; i++)
+			if (text[i] == '\n')
+				text[i] = '|';
+		TH_LOG("%s %04o %d:%d \"%s\"", path, st.st_mode & 07777,
+		       (int)st.st_uid, (int)st.st_gid, text);
+	}
+	closedir(d);
+}
+
 /* ---- fixture ------------------------------------------------------------ */
 
 FIXTURE(ids)
@@ -1045,6 +1077,7 @@ TEST_F(ids, proc_tgid_files)
 	}
 	ASSERT_EQ(0, read_tgid(child, v));
 	ASSERT_EQ(v[0], v[1]);
+	proc_dump(_metadata);
 	close(hold[1]);
 	status = wait_child(child);
 	ASSERT_TRUE(WIFEXITED(status));
