@@ -587,7 +587,8 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	slot.offset = (uint64_t)(addr - b->addr);
 	slot.size = size;
 	/* The object's own mode mirrors the permits (read/write bits). */
-	if (fchmod(b->fd, (b->mode | (unsigned int)mode) & 0666) == 0)
+	if ((!b->nsegs || (b->mode | (unsigned int)mode) != b->mode) &&
+	    fchmod(b->fd, (b->mode | (unsigned int)mode) & 0666) == 0)
 		b->mode |= (unsigned int)mode;
 	ret = slot_write(seg->slot, &slot);
 	if (ret) {
@@ -602,7 +603,7 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	nsegments++;
 	b->nsegs++;
 	*segid = seg->segid;
-	if (prctl(PR_GET_DUMPABLE) != 1)
+	if (xpmem_lib_debug_enabled() && prctl(PR_GET_DUMPABLE) != 1)
 		xpmem_lib_log("process is not dumpable: peers cannot open "
 			      "/proc/%d/fd and will get EACCES", (int)reg_pid);
 	pthread_mutex_unlock(&owner_lock);

@@ -255,9 +255,8 @@ static int read_slot(int regfd, unsigned int slot, struct shm_reg_slot *s)
 	return 0;
 }
 
-/* Whether @regfd is a registry whose slot holds @segid; copies the slot. */
-static int registry_holds(int regfd, xpmem_segid_t segid,
-			  struct shm_reg_slot *s)
+/* Whether @regfd is a registry at all (a memfd of that name may not be). */
+static int registry_valid(int regfd)
 {
 	struct shm_reg_header hdr;
 	struct stat st;
@@ -265,8 +264,14 @@ static int registry_holds(int regfd, xpmem_segid_t segid,
 	return fstat(regfd, &st) == 0 && S_ISREG(st.st_mode) &&
 	       st.st_size == (off_t)SHM_REG_SIZE &&
 	       pread(regfd, &hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
-	       hdr.magic == SHM_REG_MAGIC && hdr.nslots == SHM_REG_SLOTS &&
-	       read_slot(regfd, xpmem_lib_shm_slot_of(segid), s) == 0 &&
+	       hdr.magic == SHM_REG_MAGIC && hdr.nslots == SHM_REG_SLOTS;
+}
+
+/* Whether the registry @regfd holds @segid; copies its slot to @s. */
+static int registry_holds(int regfd, xpmem_segid_t segid,
+			  struct shm_reg_slot *s)
+{
+	return read_slot(regfd, xpmem_lib_shm_slot_of(segid), s) == 0 &&
 	       s->segid == (uint64_t)segid;
 }
 
@@ -301,8 +306,9 @@ static void reg_hint_set(pid_t pid, int fd)
  * @segid; return its descriptor, its fd number in the owner in @ownfd and
  * the segment's slot in @s.
  *
- * Tries the descriptor remembered for @pid, then every descriptor of the
- * owner that is a memfd named SHM_REG_NAME (normally one).
+ * Tries the descriptor remembered for @pid (a slot holding the 64-bit
+ * segid is proof enough), then every descriptor of the owner that is a
+ * memfd named SHM_REG_NAME with a valid header (normally one).
  */
 static int registry_open(int procfd, pid_t pid, xpmem_segid_t segid,
 			 int *ownfd, struct shm_reg_slot *s)
@@ -349,7 +355,7 @@ static int registry_open(int procfd, pid_t pid, xpmem_segid_t segid,
 			ret = fd;
 			continue;
 		}
-		if (registry_holds(fd, segid, s)) {
+		if (registry_valid(fd) && registry_holds(fd, segid, s)) {
 			closedir(d);
 			reg_hint_set(pid, n);
 			*ownfd = n;
@@ -387,15 +393,13 @@ static int check_mode(const struct shm_reg_slot *s, int flags)
 	unsigned int need = flags == XPMEM_RDONLY ? 4 : 6;
 	unsigned int bits;
 
-	if (xpmem_lib_has_cap(CAP_IPC_OWNER))
-		return 0;
 	if (geteuid() == s->uid)
 		bits = s->mode >> 6;
 	else if (xpmem_lib_in_group(s->gid))
 		bits = s->mode >> 3;
 	else
 		bits = s->mode;
-	if ((bits & need) != need) {
+	if ((bits & need) != need && !xpmem_lib_has_cap(CAP_IPC_OWNER)) {
 		xpmem_lib_log("get: mode %#o does not grant %s", s->mode,
 			      flags == XPMEM_RDONLY ? "read" : "read-write");
 		return -EACCES;
@@ -458,10 +462,10 @@ int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 	if (ret < 0)
 		goto close_fds;
 	p->objfd = ret;
+	/* Both were just opened through the owner's fd table: it is alive. */
 	if (fstat(p->objfd, &st) != 0 || st.st_ino != s.obj_ino ||
-	    st.st_dev != s.obj_dev ||
-	    !owner_alive(p->procfd, p->regfd_owner, p->regfd)) {
-		xpmem_lib_log("get %#llx: owner's object changed or owner exited",
+	    st.st_dev != s.obj_dev) {
+		xpmem_lib_log("get %#llx: owner's object changed",
 			      (unsigned long long)segid);
 		ret = -ENOENT;
 		goto close_fds;
