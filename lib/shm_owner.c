@@ -75,6 +75,7 @@ static pid_t reg_pid;			/* process the registry belongs to */
 static unsigned int nsegments;
 static struct segment *slot_seg[SHM_REG_SLOTS];	/* segment in each slot */
 static int accept_epfd = -1;		/* the accept thread's epoll set */
+static int accept_spare = -1;		/* freed to accept at EMFILE */
 static pid_t accept_pid;		/* process the accept thread runs in */
 
 /* ---- registry ---------------------------------------------------------- */
@@ -139,12 +140,39 @@ static void slot_clear(unsigned int slot)
  * segments, found by segid: it never touches a descriptor that the
  * application got back after a remove closed ours.
  */
+/*
+ * Accept and close everything queued on @sock.  When the process is out of
+ * descriptors, give back the spare one for each accept: a connection left
+ * in the queue would wake epoll_wait() again at once, forever.
+ */
+static void accept_drain_locked(int sock)
+{
+	int c;
+
+	for (;;) {
+		c = accept4(sock, NULL, NULL, SOCK_CLOEXEC);
+		if (c >= 0) {
+			close(c);
+			continue;
+		}
+		if ((errno != EMFILE && errno != ENFILE) || accept_spare < 0)
+			return;
+		close(accept_spare);
+		c = accept4(sock, NULL, NULL, SOCK_CLOEXEC);
+		if (c >= 0)
+			close(c);
+		accept_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (c < 0)
+			return;
+	}
+}
+
 static void *accept_main(void *arg)
 {
 	int epfd = (int)(intptr_t)arg;
 	struct epoll_event ev[ACCEPT_EVENTS];
 	struct segment *seg;
-	int i, n, c;
+	int i, n;
 
 	for (;;) {
 		n = epoll_wait(epfd, ev, ACCEPT_EVENTS, -1);
@@ -159,11 +187,8 @@ static void *accept_main(void *arg)
 		for (i = 0; i < n; i++) {
 			seg = slot_seg[xpmem_lib_shm_slot_of(
 				(xpmem_segid_t)ev[i].data.u64)];
-			if (!seg || (uint64_t)seg->segid != ev[i].data.u64)
-				continue;
-			while ((c = accept4(seg->sock, NULL, NULL,
-					    SOCK_CLOEXEC)) >= 0)
-				close(c);
+			if (seg && (uint64_t)seg->segid == ev[i].data.u64)
+				accept_drain_locked(seg->sock);
 		}
 		pthread_mutex_unlock(&owner_lock);
 	}
@@ -181,7 +206,9 @@ static int accept_start_locked(void)
 		return 0;
 	if (accept_epfd >= 0)
 		close(accept_epfd);	/* a parent's, inherited without our handler */
-	accept_epfd = -1;
+	if (accept_spare >= 0)
+		close(accept_spare);
+	accept_epfd = accept_spare = -1;
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0)
 		return -errno;
@@ -207,6 +234,7 @@ static int accept_start_locked(void)
 		return -ret;
 	}
 	pthread_setname_np(t, "xpmem-accept");
+	accept_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	accept_epfd = epfd;
 	accept_pid = getpid();
 	return 0;
@@ -465,7 +493,9 @@ static void owner_reset_in_child(void)
 	}
 	if (accept_epfd >= 0)
 		close(accept_epfd);
-	accept_epfd = -1;
+	if (accept_spare >= 0)
+		close(accept_spare);
+	accept_epfd = accept_spare = -1;
 	accept_pid = 0;
 	segments = NULL;
 	for (b = backings; b; b = next) {

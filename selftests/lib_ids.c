@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -703,11 +704,13 @@ TEST_F(ids, known_id_still_needs_mode)
 
 /*
  * More gets of one segment than a listen queue holds (somaxconn), from
- * an owner that sits in read() and never calls the library: on shm the
- * owner's accept thread must drain the lookups' connections.
+ * an owner that sits in read() and never calls the library, and has no
+ * descriptor left: on shm the owner's accept thread must drain the
+ * lookups' connections all the same.
  */
 TEST_F_TIMEOUT(ids, gets_beyond_listen_backlog, 120)
 {
+	struct rlimit few = { .rlim_cur = 64, .rlim_max = 64 };
 	int seg_pipe[2], hold[2], n = 4096, i;
 	xpmem_segid_t segid;
 	xpmem_apid_t ap;
@@ -734,8 +737,14 @@ TEST_F_TIMEOUT(ids, gets_beyond_listen_backlog, 120)
 		if (!buf)
 			_exit(10);
 		s = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0600);
-		if (s <= 0 || write_all(seg_pipe[1], &s, sizeof(s)))
+		if (s <= 0)
 			_exit(11);
+		if (setrlimit(RLIMIT_NOFILE, &few))
+			_exit(12);
+		while (dup(0) >= 0)
+			;
+		if (errno != EMFILE || write_all(seg_pipe[1], &s, sizeof(s)))
+			_exit(13);
 		wait_eof(hold[0]);
 		_exit(CHILD_OK);
 	}
