@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -167,12 +168,21 @@ static void accept_drain_locked(int sock)
 	}
 }
 
+/* What the accept thread is started with; on its creator's stack. */
+struct accept_start {
+	int epfd;
+	sem_t running;
+};
+
 static void *accept_main(void *arg)
 {
-	int epfd = (int)(intptr_t)arg;
+	struct accept_start *start = arg;
+	int epfd = start->epfd;
 	struct epoll_event ev[ACCEPT_EVENTS];
 	struct segment *seg;
 	int i, n;
+
+	sem_post(&start->running);	/* @start is gone after this */
 
 	for (;;) {
 		n = epoll_wait(epfd, ev, ACCEPT_EVENTS, -1);
@@ -194,9 +204,14 @@ static void *accept_main(void *arg)
 	}
 }
 
-/* Start the accept thread of this process, once. */
+/*
+ * Start the accept thread of this process, once, and wait until it runs:
+ * whatever the thread sets up for itself (e.g. sanitizer state) is then in
+ * place when the first make returns.
+ */
 static int accept_start_locked(void)
 {
+	struct accept_start start;
 	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t t;
@@ -212,6 +227,12 @@ static int accept_start_locked(void)
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0)
 		return -errno;
+	start.epfd = epfd;
+	if (sem_init(&start.running, 0, 0)) {
+		ret = -errno;
+		close(epfd);
+		return ret;
+	}
 	/* No signal of the application is ever delivered to it. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -222,17 +243,20 @@ static int accept_start_locked(void)
 		if (!ret)
 			ret = pthread_attr_setstacksize(&attr, ACCEPT_STACK);
 		if (!ret)
-			ret = pthread_create(&t, &attr, accept_main,
-					     (void *)(intptr_t)epfd);
+			ret = pthread_create(&t, &attr, accept_main, &start);
 		pthread_attr_destroy(&attr);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
 		xpmem_lib_log("cannot start the accept thread: %s",
 			      strerror(ret));
+		sem_destroy(&start.running);
 		close(epfd);
 		return -ret;
 	}
+	while (sem_wait(&start.running) && errno == EINTR)
+		;
+	sem_destroy(&start.running);
 	pthread_setname_np(t, "xpmem-accept");
 	accept_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	accept_epfd = epfd;
