@@ -8,44 +8,51 @@
  * object open; peers reach it through /proc/<owner>/fd/<fd>, so nothing is
  * ever left in the directory, even after kill -9.
  *
- * Registry.  Each owner process has one registry: a memfd holding a header
- * and a table of segment slots (object fd, inode, offset, size, mode,
- * creator credentials).  A segid names the registry and the slot:
+ * Ids.  Segids and apids of this backend are bit XPMEM_ID_BITS (46) plus 46
+ * random bits: positive, at most 12 hex digits, never 0 or -1, and apart
+ * from the kernel's ids (1 .. 2^46 - 1).  An apid is only a key into the
+ * peer's own permit list.  A segid names a live segment through an
+ * abstract unix socket "\0xpmem-<segid in 12 hex digits>" that the owner
+ * binds and listens on for as long as the segment exists: bind() failing
+ * with EADDRINUSE means the id is taken in this network namespace (draw
+ * again), and the kernel removes the name when the owner dies.
  *
- *   bit  63     0 (segids are positive)
- *   bit  62     1 (marks a segid of this backend)
- *   bits 50-61  12 random bits, also stored in the slot (stale-id check)
- *   bits 38-49  slot index (chosen at random among the free ones)
- *   bits 22-37  registry fd in the owner
- *   bits  0-21  owner pid (pid_max is at most 2^22)
+ * Registry.  Each owner process has one registry: a memfd named
+ * SHM_REG_NAME holding a header and a table of segment slots (segid,
+ * object fd, inode, offset, size, mode, creator credentials).  A segment
+ * lives in slot segid % SHM_REG_SLOTS; the owner draws segids until that
+ * slot is free, and keeps the table at most half full.
  *
- * A peer opens /proc/<pid>/fd/<registry fd>, checks the header says the
- * registry belongs to <pid> in the PID namespace that /proc/<pid> is in,
- * checks the slot's random bits, then opens the object the same way and
- * compares its inode with the slot.  Any mismatch is ENOENT: a stale,
- * reused or foreign-namespace pid is never silently mis-resolved.
+ * Lookup (xpmem_get).  The peer connects to the segid's socket and reads
+ * SO_PEERCRED: the owner's pid, as the peer's PID namespace numbers it.
+ * It finds the registry among /proc/<pid>/fd by its memfd name (and
+ * remembers where, per owner), reads the one slot, checks that it holds
+ * this segid, checks the permit mode, opens the object and compares its
+ * inode with the slot.  The owner never has to run for this: a helper
+ * thread only accepts and closes those connections so that the listen
+ * queue never fills (shm_owner.c).
  */
 #ifndef _XPMEM_SHM_H
 #define _XPMEM_SHM_H
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "xpmem_lib.h"
 
-#define SHM_REG_MAGIC		0x5845504d52454731ULL	/* "XEPMREG1" */
-#define SHM_REG_SLOTS		4096	/* segments per owner process */
+#define SHM_REG_MAGIC		0x5845504d52454732ULL	/* "XEPMREG2" */
+#define SHM_REG_NAME		"xpmem-registry"	/* memfd name */
+#define SHM_REG_SLOTS		8192	/* slot = segid % SHM_REG_SLOTS */
+#define SHM_REG_MAX_SEGS	(SHM_REG_SLOTS / 2)	/* segments per owner */
 
-#define SHM_SEGID_MARK		(1ULL << 62)
-#define SHM_SEGID_PID_BITS	22
-#define SHM_SEGID_FD_BITS	16
-#define SHM_SEGID_SLOT_BITS	12
-#define SHM_SEGID_TAG_BITS	12
-#define SHM_SEGID_FD_SHIFT	SHM_SEGID_PID_BITS
-#define SHM_SEGID_SLOT_SHIFT	(SHM_SEGID_FD_SHIFT + SHM_SEGID_FD_BITS)
-#define SHM_SEGID_TAG_SHIFT	(SHM_SEGID_SLOT_SHIFT + SHM_SEGID_SLOT_BITS)
-#define SHM_SLOT_USED		0x80000000U	/* in shm_reg_slot.tag */
+/* Ids of this backend: SHM_ID_MARK | 46 random bits. */
+#define SHM_ID_MARK		(1ULL << XPMEM_ID_BITS)
+#define SHM_ID_RANDOM		XPMEM_ID_MAX
+/* A segment's abstract socket: "\0xpmem-" and the segid in 12 hex digits. */
+#define SHM_SOCK_PREFIX		"xpmem-"
 
 /* Default directory for objects, overridden by XPMEM_SHM_DIR. */
 #define SHM_DEFAULT_DIR		"/dev/shm"
@@ -54,26 +61,24 @@
 /* Registry header at offset 0 of the registry memfd (64 bytes). */
 struct shm_reg_header {
 	uint64_t magic;
-	int32_t pid;		/* owner pid as the owner sees it */
+	int32_t pid;		/* owner pid as the owner sees it (for humans) */
 	uint32_t nslots;
-	uint64_t pidns_dev;	/* owner's /proc/self/ns/pid */
-	uint64_t pidns_ino;
-	uint64_t reserved[4];
+	uint64_t reserved[6];
 };
 
-/* One segment (64 bytes).  tag == 0: free. */
+/* One segment (64 bytes), in slot segid % SHM_REG_SLOTS.  segid 0: free. */
 struct shm_reg_slot {
-	uint32_t tag;		/* SHM_SLOT_USED | 12 random bits */
+	uint64_t segid;
 	int32_t obj_fd;		/* object fd in the owner */
 	uint32_t mode;		/* permit mode, 0777-style */
 	uint32_t uid;		/* owner's euid at make time */
 	uint32_t gid;		/* owner's egid at make time */
+	uint32_t page_size;	/* object page size (attach alignment) */
 	uint32_t reserved;
 	uint64_t obj_dev;
 	uint64_t obj_ino;
 	uint64_t offset;	/* segment start in the object */
 	uint64_t size;		/* segment size */
-	uint64_t page_size;	/* object page size (attach alignment) */
 };
 
 _Static_assert(sizeof(struct shm_reg_header) == 64, "registry header size");
@@ -88,18 +93,12 @@ static inline off_t shm_slot_pos(unsigned int slot)
 		       slot * sizeof(struct shm_reg_slot));
 }
 
-/* Decoded segid. */
-struct shm_segid {
-	pid_t pid;
-	int regfd;
-	unsigned int slot;
-	unsigned int tag;	/* 12 bits */
-};
-
-xpmem_segid_t xpmem_lib_shm_segid_encode(const struct shm_segid *s);
-int xpmem_lib_shm_segid_decode(xpmem_segid_t segid, struct shm_segid *s);
-
 /* shm_object.c */
+int xpmem_lib_shm_id_draw(uint64_t *id);
+int xpmem_lib_shm_id_valid(int64_t id);
+unsigned int xpmem_lib_shm_slot_of(xpmem_segid_t segid);
+socklen_t xpmem_lib_shm_sockaddr(xpmem_segid_t segid,
+				 struct sockaddr_un *sun);
 int xpmem_lib_shm_object_create(size_t size, int *fd);
 int xpmem_lib_shm_huge_create(size_t size, int *fd);
 void xpmem_lib_shm_copy_nonzero(void *dst, const void *src, size_t size);

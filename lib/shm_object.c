@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
- * shm_object.c - the shm backend's shared helpers: segid encoding, object
- * creation, copying.  Below the owner and peer sides (shm_owner.c,
- * shm_peer.c); calls neither.
+ * shm_object.c - the shm backend's shared helpers: ids and their socket
+ * names, object creation, copying.  Below the owner and peer sides
+ * (shm_owner.c, shm_peer.c); calls neither.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,39 +22,57 @@
 /* Attempts at an unused random name before giving up. */
 #define SHM_NAME_TRIES		16
 
-xpmem_segid_t xpmem_lib_shm_segid_encode(const struct shm_segid *s)
+/**
+ * xpmem_lib_shm_id_draw - a new random id of this backend.
+ * @id: receives SHM_ID_MARK | 46 random bits
+ *
+ * Used for segids (made unique by their socket) and apids (made unique in
+ * the peer's permit list).  Bit 46 set and nothing above: positive, at
+ * most 12 hex digits, never 0 or -1, never a kernel id.
+ *
+ * Return: 0 or -errno of getrandom(2).
+ */
+int xpmem_lib_shm_id_draw(uint64_t *id)
 {
-	uint64_t v = SHM_SEGID_MARK;
+	uint64_t r;
+	int ret = xpmem_lib_random(&r, sizeof(r));
 
-	v |= (uint64_t)s->pid;
-	v |= (uint64_t)s->regfd << SHM_SEGID_FD_SHIFT;
-	v |= (uint64_t)s->slot << SHM_SEGID_SLOT_SHIFT;
-	v |= (uint64_t)s->tag << SHM_SEGID_TAG_SHIFT;
-	return (xpmem_segid_t)v;
+	if (ret)
+		return ret;
+	*id = SHM_ID_MARK | (r & SHM_ID_RANDOM);
+	return 0;
+}
+
+/* Whether @id has the shape of an id of this backend. */
+int xpmem_lib_shm_id_valid(int64_t id)
+{
+	return ((uint64_t)id & ~SHM_ID_RANDOM) == SHM_ID_MARK;
+}
+
+/* The registry slot of @segid. */
+unsigned int xpmem_lib_shm_slot_of(xpmem_segid_t segid)
+{
+	return (unsigned int)((uint64_t)segid % SHM_REG_SLOTS);
 }
 
 /**
- * xpmem_lib_shm_segid_decode - split a segid into its fields.
+ * xpmem_lib_shm_sockaddr - the abstract socket address that names @segid.
+ * @segid: a segid of this backend
+ * @sun:   filled with "\0xpmem-" and the segid in 12 hex digits
  *
- * Return: 0, or -ENOENT when it cannot be a segid of this backend (e.g. an
- * id made by the kernel backend).
+ * Return: the address length to pass to bind(2)/connect(2) (an abstract
+ * name is exactly that many bytes, no terminating NUL).
  */
-int xpmem_lib_shm_segid_decode(xpmem_segid_t segid, struct shm_segid *s)
+socklen_t xpmem_lib_shm_sockaddr(xpmem_segid_t segid, struct sockaddr_un *sun)
 {
-	uint64_t v = (uint64_t)segid;
+	int n;
 
-	if (segid <= 0 || !(v & SHM_SEGID_MARK))
-		return -ENOENT;
-	s->pid = (pid_t)(v & ((1ULL << SHM_SEGID_PID_BITS) - 1));
-	s->regfd = (int)((v >> SHM_SEGID_FD_SHIFT) &
-			 ((1ULL << SHM_SEGID_FD_BITS) - 1));
-	s->slot = (unsigned int)((v >> SHM_SEGID_SLOT_SHIFT) &
-				 ((1ULL << SHM_SEGID_SLOT_BITS) - 1));
-	s->tag = (unsigned int)((v >> SHM_SEGID_TAG_SHIFT) &
-				((1ULL << SHM_SEGID_TAG_BITS) - 1));
-	if (s->pid <= 0)
-		return -ENOENT;
-	return 0;
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1,
+		     SHM_SOCK_PREFIX "%012llx", (unsigned long long)segid);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			   (size_t)n);
 }
 
 static const char *shm_dir(void)

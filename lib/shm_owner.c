@@ -13,6 +13,10 @@
  * touching the range: a store made by another thread during the copy can
  * be lost.  Callers must not use the range concurrently with make/remove.
  *
+ * Each segment has a listening abstract socket named from its segid
+ * (shm.h): the name keeps the segid unique while the segment lives, and a
+ * peer learns the owner's pid from it with SO_PEERCRED.
+ *
  * Lock: owner_lock protects everything here; it is never nested with the
  * peer lock of shm_peer.c.
  */
@@ -23,12 +27,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "shm.h"
+
+/* Random draws of a segid before giving up (each hits a used slot with p <= 1/2). */
+#define SHM_ID_TRIES		64
+/* Events the accept thread takes per epoll_wait(). */
+#define ACCEPT_EVENTS		16
+/* Stack of the accept thread (it only loops over epoll_wait and accept4). */
+#define ACCEPT_STACK		(256 * 1024)
 
 enum backing_kind { BACKING_ALLOC, BACKING_MIGRATED };
 
@@ -49,6 +64,7 @@ struct segment {
 	struct segment *next;
 	xpmem_segid_t segid;
 	unsigned int slot;
+	int sock;		/* listening on the segid's abstract name */
 	struct backing *b;
 };
 
@@ -58,37 +74,24 @@ static struct segment *segments;
 static int reg_fd = -1;
 static pid_t reg_pid;			/* process the registry belongs to */
 static unsigned int nsegments;
-static unsigned char slot_used[SHM_REG_SLOTS];
+static struct segment *slot_seg[SHM_REG_SLOTS];	/* segment in each slot */
+static int accept_epfd = -1;		/* the accept thread's epoll set */
+static int accept_spare = -1;		/* freed to accept at EMFILE */
+static pid_t accept_pid;		/* process the accept thread runs in */
 
 /* ---- registry ---------------------------------------------------------- */
 
 static int registry_create_locked(void)
 {
 	struct shm_reg_header hdr = { .magic = SHM_REG_MAGIC };
-	struct stat ns;
-	int fd, low, ret;
+	int fd, ret;
 
-	fd = memfd_create("xpmem-registry", MFD_CLOEXEC);
+	/* Peers find it by this name among /proc/<pid>/fd (shm_peer.c). */
+	fd = memfd_create(SHM_REG_NAME, MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fd >= (1 << SHM_SEGID_FD_BITS)) {
-		/* The segid has 16 bits for it: move it down if possible. */
-		low = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-		close(fd);
-		if (low < 0)
-			return -errno;
-		fd = low;
-		if (fd >= (1 << SHM_SEGID_FD_BITS)) {
-			close(fd);
-			return -EMFILE;
-		}
-	}
 	hdr.pid = getpid();
 	hdr.nslots = SHM_REG_SLOTS;
-	if (stat("/proc/self/ns/pid", &ns) == 0) {
-		hdr.pidns_dev = ns.st_dev;
-		hdr.pidns_ino = ns.st_ino;
-	}
 	if (ftruncate(fd, (off_t)SHM_REG_SIZE) != 0 ||
 	    pwrite(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
 	    fchmod(fd, 0644) != 0) {
@@ -98,51 +101,231 @@ static int registry_create_locked(void)
 	}
 	reg_fd = fd;
 	reg_pid = hdr.pid;
-	memset(slot_used, 0, sizeof(slot_used));
+	memset(slot_seg, 0, sizeof(slot_seg));
 	nsegments = 0;
 	return 0;
 }
 
 static int slot_write(unsigned int slot, const struct shm_reg_slot *s)
 {
-	/* Body first, tag last: a peer never sees a live tag on a stale body. */
-	if (pwrite(reg_fd, (const char *)s + sizeof(s->tag),
-		   sizeof(*s) - sizeof(s->tag),
-		   shm_slot_pos(slot) + (off_t)sizeof(s->tag)) < 0)
+	/* Body first, segid last: a peer never sees its segid on a stale body. */
+	if (pwrite(reg_fd, (const char *)s + sizeof(s->segid),
+		   sizeof(*s) - sizeof(s->segid),
+		   shm_slot_pos(slot) + (off_t)sizeof(s->segid)) < 0)
 		return -errno;
-	if (pwrite(reg_fd, &s->tag, sizeof(s->tag), shm_slot_pos(slot)) < 0)
+	if (pwrite(reg_fd, &s->segid, sizeof(s->segid), shm_slot_pos(slot)) < 0)
 		return -errno;
 	return 0;
 }
 
 static void slot_clear(unsigned int slot)
 {
-	uint32_t zero = 0;
+	uint64_t zero = 0;
 
 	if (pwrite(reg_fd, &zero, sizeof(zero), shm_slot_pos(slot)) < 0)
 		xpmem_lib_log("cannot clear registry slot %u: %s", slot,
 			      strerror(errno));
 }
 
-static int slot_pick_locked(unsigned int *slot)
-{
-	uint16_t r;
-	unsigned int i, s;
-	int ret;
+/* ---- segment sockets and the accept thread ----------------------------- */
 
-	if (nsegments >= SHM_REG_SLOTS)
-		return -ENOSPC;
-	ret = xpmem_lib_random(&r, sizeof(r));
-	if (ret)
+/*
+ * A peer's xpmem_get connects to the segment's socket, reads SO_PEERCRED
+ * and closes; it never waits for us.  But the kernel keeps every
+ * connection in the listen queue until it is accepted, closed or not, and
+ * refuses new ones once the queue holds the backlog (net.core.somaxconn):
+ * a socket nobody accepts on would stop resolving after that many gets.
+ * So each owner process runs one thread, started by its first make, that
+ * accepts and closes those connections.  It waits in epoll_wait() holding
+ * nothing, and takes owner_lock only to accept on the sockets of live
+ * segments, found by segid: it never touches a descriptor that the
+ * application got back after a remove closed ours.
+ */
+/*
+ * Accept and close everything queued on @sock.  When the process is out of
+ * descriptors, give back the spare one for each accept: a connection left
+ * in the queue would wake epoll_wait() again at once, forever.
+ */
+static void accept_drain_locked(int sock)
+{
+	int c;
+
+	for (;;) {
+		c = accept4(sock, NULL, NULL, SOCK_CLOEXEC);
+		if (c >= 0) {
+			close(c);
+			continue;
+		}
+		if ((errno != EMFILE && errno != ENFILE) || accept_spare < 0)
+			return;
+		close(accept_spare);
+		c = accept4(sock, NULL, NULL, SOCK_CLOEXEC);
+		if (c >= 0)
+			close(c);
+		accept_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (c < 0)
+			return;
+	}
+}
+
+/* What the accept thread is started with; on its creator's stack. */
+struct accept_start {
+	int epfd;
+	sem_t running;
+};
+
+static void *accept_main(void *arg)
+{
+	struct accept_start *start = arg;
+	int epfd = start->epfd;
+	struct epoll_event ev[ACCEPT_EVENTS];
+	struct segment *seg;
+	int i, n;
+
+	sem_post(&start->running);	/* @start is gone after this */
+
+	for (;;) {
+		n = epoll_wait(epfd, ev, ACCEPT_EVENTS, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			xpmem_lib_log("accept thread: epoll_wait: %s",
+				      strerror(errno));
+			return NULL;
+		}
+		pthread_mutex_lock(&owner_lock);
+		for (i = 0; i < n; i++) {
+			seg = slot_seg[xpmem_lib_shm_slot_of(
+				(xpmem_segid_t)ev[i].data.u64)];
+			if (seg && (uint64_t)seg->segid == ev[i].data.u64)
+				accept_drain_locked(seg->sock);
+		}
+		pthread_mutex_unlock(&owner_lock);
+	}
+}
+
+/*
+ * Start the accept thread of this process, once, and wait until it runs:
+ * whatever the thread sets up for itself (e.g. sanitizer state) is then in
+ * place when the first make returns.
+ */
+static int accept_start_locked(void)
+{
+	struct accept_start start;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int epfd, ret;
+
+	if (accept_pid == getpid())
+		return 0;
+	if (accept_epfd >= 0)
+		close(accept_epfd);	/* a parent's, inherited without our handler */
+	if (accept_spare >= 0)
+		close(accept_spare);
+	accept_epfd = accept_spare = -1;
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		return -errno;
+	start.epfd = epfd;
+	if (sem_init(&start.running, 0, 0)) {
+		ret = -errno;
+		close(epfd);
 		return ret;
-	for (i = 0; i < SHM_REG_SLOTS; i++) {
-		s = (r + i) % SHM_REG_SLOTS;
-		if (!slot_used[s]) {
-			*slot = s;
-			return 0;
+	}
+	/* No signal of the application is ever delivered to it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_attr_init(&attr);
+	if (!ret) {
+		ret = pthread_attr_setdetachstate(&attr,
+						  PTHREAD_CREATE_DETACHED);
+		if (!ret)
+			ret = pthread_attr_setstacksize(&attr, ACCEPT_STACK);
+		if (!ret)
+			ret = pthread_create(&t, &attr, accept_main, &start);
+		pthread_attr_destroy(&attr);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		xpmem_lib_log("cannot start the accept thread: %s",
+			      strerror(ret));
+		sem_destroy(&start.running);
+		close(epfd);
+		return -ret;
+	}
+	while (sem_wait(&start.running) && errno == EINTR)
+		;
+	sem_destroy(&start.running);
+	pthread_setname_np(t, "xpmem-accept");
+	accept_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	accept_epfd = epfd;
+	accept_pid = getpid();
+	return 0;
+}
+
+/*
+ * segment_listen_locked - give @seg a fresh segid and its listening socket.
+ *
+ * Draws random ids until one has a free registry slot and its abstract
+ * name can be bound: EADDRINUSE means a live segment of some process in
+ * this network namespace has that id.
+ */
+static int segment_listen_locked(struct segment *seg)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_un sun;
+	socklen_t len;
+	uint64_t id = 0;
+	int i, fd, ret = -EAGAIN;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < SHM_ID_TRIES; i++) {
+		ret = xpmem_lib_shm_id_draw(&id);
+		if (ret)
+			goto close_fd;
+		ret = -EAGAIN;
+		if (slot_seg[xpmem_lib_shm_slot_of((xpmem_segid_t)id)])
+			continue;
+		len = xpmem_lib_shm_sockaddr((xpmem_segid_t)id, &sun);
+		if (bind(fd, (struct sockaddr *)&sun, len) == 0)
+			break;
+		if (errno != EADDRINUSE) {
+			ret = -errno;
+			goto close_fd;
 		}
 	}
-	return -ENOSPC;
+	if (i == SHM_ID_TRIES) {
+		xpmem_lib_log("make: no free segid after %d draws", i);
+		goto close_fd;
+	}
+	ev.data.u64 = id;
+	if (listen(fd, SOMAXCONN) != 0 ||
+	    epoll_ctl(accept_epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		ret = -errno;
+		goto close_fd;
+	}
+	seg->segid = (xpmem_segid_t)id;
+	seg->slot = xpmem_lib_shm_slot_of(seg->segid);
+	seg->sock = fd;
+	return 0;
+
+close_fd:
+	close(fd);
+	return ret;
+}
+
+/* Close @seg's socket: its name, hence its segid, is free again. */
+static void segment_unlisten_locked(struct segment *seg)
+{
+	/*
+	 * Explicitly: a copy of the socket in a child that skipped our fork
+	 * handler would otherwise keep it in the epoll set.
+	 */
+	epoll_ctl(accept_epfd, EPOLL_CTL_DEL, seg->sock, NULL);
+	close(seg->sock);
 }
 
 /* ---- backings ---------------------------------------------------------- */
@@ -316,9 +499,11 @@ static void backing_unmigrate(struct backing *b)
 
 /*
  * In the child, segments belong to the parent: forget them without touching
- * the registry (the child's descriptor shares it with the parent), give
- * migrated ranges back their private copy, keep allocator blocks (shared
- * with the parent, as documented).
+ * the registry (the child's descriptor shares it with the parent), close
+ * the child's copies of their sockets and of the epoll set (without
+ * epoll_ctl: the set is the parent's too), give migrated ranges back their
+ * private copy, keep allocator blocks (shared with the parent, as
+ * documented).  The child has no accept thread; its first make starts one.
  */
 static void owner_reset_in_child(void)
 {
@@ -327,8 +512,15 @@ static void owner_reset_in_child(void)
 
 	for (s = segments; s; s = snext) {
 		snext = s->next;
+		close(s->sock);
 		free(s);
 	}
+	if (accept_epfd >= 0)
+		close(accept_epfd);
+	if (accept_spare >= 0)
+		close(accept_spare);
+	accept_epfd = accept_spare = -1;
+	accept_pid = 0;
 	segments = NULL;
 	for (b = backings; b; b = next) {
 		next = b->next;
@@ -347,7 +539,7 @@ static void owner_reset_in_child(void)
 	reg_fd = -1;
 	reg_pid = 0;
 	nsegments = 0;
-	memset(slot_used, 0, sizeof(slot_used));
+	memset(slot_seg, 0, sizeof(slot_seg));
 }
 
 void xpmem_lib_shm_owner_atfork(int phase)
@@ -374,11 +566,8 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	size_t page = xpmem_lib_page_size();
 	char *addr = vaddr;
 	struct shm_reg_slot slot = { 0 };
-	struct shm_segid id;
 	struct backing *b;
 	struct segment *seg;
-	unsigned int s;
-	uint16_t tag;
 	int overlap, ret;
 
 	if (size == XPMEM_MAXADDR_SIZE) {
@@ -410,6 +599,15 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 			goto unlock;
 		}
 	}
+	ret = accept_start_locked();
+	if (ret)
+		goto unlock;
+	if (nsegments >= SHM_REG_MAX_SEGS) {
+		xpmem_lib_log("make: this process has %u segments, the most "
+			      "the shm backend keeps", nsegments);
+		ret = -ENOSPC;
+		goto unlock;
+	}
 	b = backing_find_locked(addr, size, &overlap);
 	if (!b && overlap) {
 		xpmem_lib_log("make %p+%#zx: range straddles exported memory",
@@ -428,44 +626,38 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 		ret = -EINVAL;
 		goto drop_backing;
 	}
-	ret = slot_pick_locked(&s);
-	if (!ret)
-		ret = xpmem_lib_random(&tag, sizeof(tag));
+	ret = segment_listen_locked(seg);
 	if (ret)
 		goto drop_backing;
-	tag &= (1U << SHM_SEGID_TAG_BITS) - 1;
 
-	slot.tag = SHM_SLOT_USED | tag;
+	slot.segid = (uint64_t)seg->segid;
 	slot.obj_fd = b->fd;
 	slot.mode = (uint32_t)mode;
 	slot.uid = geteuid();
 	slot.gid = getegid();
+	slot.page_size = (uint32_t)b->page;
 	slot.obj_dev = b->dev;
 	slot.obj_ino = b->ino;
 	slot.offset = (uint64_t)(addr - b->addr);
 	slot.size = size;
-	slot.page_size = b->page;
 	/* The object's own mode mirrors the permits (read/write bits). */
-	if (fchmod(b->fd, (b->mode | (unsigned int)mode) & 0666) == 0)
+	if ((!b->nsegs || (b->mode | (unsigned int)mode) != b->mode) &&
+	    fchmod(b->fd, (b->mode | (unsigned int)mode) & 0666) == 0)
 		b->mode |= (unsigned int)mode;
-	ret = slot_write(s, &slot);
-	if (ret)
+	ret = slot_write(seg->slot, &slot);
+	if (ret) {
+		segment_unlisten_locked(seg);
 		goto drop_backing;
+	}
 
-	id.pid = reg_pid;
-	id.regfd = reg_fd;
-	id.slot = s;
-	id.tag = tag;
-	seg->segid = xpmem_lib_shm_segid_encode(&id);
-	seg->slot = s;
 	seg->b = b;
 	seg->next = segments;
 	segments = seg;
-	slot_used[s] = 1;
+	slot_seg[seg->slot] = seg;
 	nsegments++;
 	b->nsegs++;
 	*segid = seg->segid;
-	if (prctl(PR_GET_DUMPABLE) != 1)
+	if (xpmem_lib_debug_enabled() && prctl(PR_GET_DUMPABLE) != 1)
 		xpmem_lib_log("process is not dumpable: peers cannot open "
 			      "/proc/%d/fd and will get EACCES", (int)reg_pid);
 	pthread_mutex_unlock(&owner_lock);
@@ -489,7 +681,8 @@ static void segment_destroy_locked(struct segment *seg)
 	struct backing *b = seg->b;
 
 	slot_clear(seg->slot);
-	slot_used[seg->slot] = 0;
+	slot_seg[seg->slot] = NULL;
+	segment_unlisten_locked(seg);
 	nsegments--;
 	if (--b->nsegs == 0 && b->kind == BACKING_MIGRATED) {
 		backing_unlink_locked(b);
