@@ -291,7 +291,7 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 		mmap_read_unlock(vmf->vma->vm_mm);
 		if (!mmap_read_lock_killable(owner))
 			mmap_read_unlock(owner);
-		/* the arch code retries at once: give non-preemptible kernels a chance */
+		/* the arch code retries at once: schedule (PREEMPT_NONE) */
 		cond_resched();
 		return VM_FAULT_RETRY;
 	}
