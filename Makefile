@@ -31,13 +31,13 @@ LIB_LIBS   ?= -lpthread
 TEST_LIBS  ?= -luring -lpthread
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
 
-# Dependencies: tools/deps.sh installs missing Debian packages when run as
+# Dependencies: selftests/vm/deps.sh installs missing Debian packages when run as
 # root, else prints the apt-get line and fails.  Checked once per top-level
 # make invocation (not for clean/help); XPMEM_SKIP_DEPS=1 skips it.
 ifneq ($(filter-out clean distclean help,$(or $(MAKECMDGOALS),all)),)
 ifeq ($(XPMEM_SKIP_DEPS)$(XPMEM_DEPS_CHECKED),)
-ifneq ($(shell tools/deps.sh >&2 && echo ok),ok)
-$(error missing dependencies (see above); run tools/deps.sh as root)
+ifneq ($(shell selftests/vm/deps.sh >&2 && echo ok),ok)
+$(error missing dependencies (see above); run selftests/vm/deps.sh as root)
 endif
 export XPMEM_DEPS_CHECKED := 1
 endif
@@ -91,13 +91,13 @@ help:
 	@echo "make w1|sparse|checkpatch   static checks of the module"
 	@echo "make install       PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 	@echo "make debug-kernel  build/refresh the cached debug-6.12 kernel"
-	@echo "tools/qemu/run.sh KERNEL [SUITE-FILTER]   one kernel, some suites"
+	@echo "selftests/vm/run.sh KERNEL [SUITE-FILTER]   one kernel, some suites"
 
 deps:
-	@tools/deps.sh
+	@selftests/vm/deps.sh
 
 # ---------------------------------------------------------------- module ----
-# Built in a private copy under $(B)/mod/<kernel release> (tools/build-module.sh)
+# Built in a private copy under $(B)/mod/<kernel release> (kernel/build-module.sh)
 # so that builds for several kernels do not clobber each other.
 
 KREL = $(notdir $(patsubst %/build,%,$(KDIR)))
@@ -107,9 +107,9 @@ module modules:
 	@if [ -z "$(wildcard kernel/*.c)" ]; then \
 		echo "module: kernel/ has no sources yet, skipping xpmem.ko"; \
 	elif [ -z "$(KDIR)" ]; then \
-		echo "module: no kernel build dir found; run tools/deps.sh or pass KDIR=" >&2; exit 1; \
+		echo "module: no kernel build dir found; run selftests/vm/deps.sh or pass KDIR=" >&2; exit 1; \
 	else \
-		tools/build-module.sh "$(KDIR)" "$(MOD_OUT)" $(KBUILD_ARGS) && \
+		kernel/build-module.sh "$(KDIR)" "$(MOD_OUT)" $(KBUILD_ARGS) && \
 		cp -p "$(MOD_OUT)/xpmem.ko" $(B)/xpmem.ko && \
 		echo "module: $(B)/xpmem.ko (for $(KREL))"; \
 	fi
@@ -118,7 +118,7 @@ module modules:
 # checked) and fail on any warning in the output.
 w1 sparse:
 	@rm -rf $(B)/mod/$@ && mkdir -p $(B)/mod
-	@set -o pipefail; tools/build-module.sh "$(KDIR)" "$(B)/mod/$@" \
+	@set -o pipefail; kernel/build-module.sh "$(KDIR)" "$(B)/mod/$@" \
 		$(if $(filter sparse,$@),C=2 CHECK=sparse,W=1) 2>&1 | tee $(B)/mod/$@.log
 	@if grep -E '(warning|error):' $(B)/mod/$@.log; then \
 		echo "$@: warnings above (log $(B)/mod/$@.log)" >&2; exit 1; fi
@@ -140,7 +140,7 @@ checkpatch: $(CHECKPATCH_DIR)/checkpatch.pl
 	$(CHECKPATCH_DIR)/checkpatch.pl --strict --no-tree --show-types --terse -f $$files
 
 debug-kernel:
-	tools/config/build-debug-kernel.sh $(B)/debug-6.12
+	selftests/vm/build-debug-kernel.sh $(B)/debug-6.12
 
 # ---------------------------------------------------------------- kselftest --
 
@@ -217,20 +217,20 @@ $(B)/host/selftests/%: selftests/%.c $(KSFT) $(HLIB_OBJS)
 		-o $@ $< $(HLIB_OBJS) $(TEST_LIBS)
 
 host-tests: $(HOST_TESTS)
-	@tools/run-host-tests.sh $(B)/host $(HOST_TESTS)
+	@selftests/vm/run-host-tests.sh $(B)/host $(HOST_TESTS)
 
 # ---------------------------------------------------------------- QEMU -------
 
 # SUITES="xpmem_core lib_abi" restricts the VM suites (names containing a word).
 check: userspace
-	@SUITES="$(SUITES)" tools/check.sh $(KERNELS)
+	@SUITES="$(SUITES)" selftests/vm/check.sh $(KERNELS)
 
 demo: userspace
-	@tools/qemu/run.sh --demo debian-6.1
+	@selftests/vm/run.sh --demo debian-6.1
 
 # First-touch and copy costs, side by side in one VM run (ratios only).
 bench: userspace
-	@tools/qemu/run.sh --bench $(firstword $(KERNELS))
+	@selftests/vm/run.sh --bench $(firstword $(KERNELS))
 
 # ---------------------------------------------------------------- install ----
 

@@ -8,7 +8,7 @@
  * were generated with every @VARIABLE@ substituted.
  *
  * Needs XPMEM_BUILD_DIR (absolute path of build/, set by
- * tools/run-host-tests.sh); skips when it is unset.
+ * selftests/vm/run-host-tests.sh); skips when it is unset.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -62,7 +62,7 @@
 #define AREA_SIZE	32
 #define LOCK0		0xa5
 #define LOCK1		0x5a
-/* An unprivileged user of the VM (tools/qemu/init.sh creates it). */
+/* An unprivileged user of the VM (selftests/vm/init.sh creates it). */
 #define ALICE		1000
 
 #define SHM_MARK	(1LL << XPMEM_ID_BITS)

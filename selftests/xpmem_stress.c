@@ -19,7 +19,7 @@
  * return to the values read before it.  Runs as root in the test VM with
  * the module loaded; skips without /dev/xpmem.
  *
- * Settings (environment; tools/qemu/run.sh passes XPMEM_STRESS* through):
+ * Settings (environment; selftests/vm/run.sh passes XPMEM_STRESS* through):
  *   XPMEM_STRESS            quick | ci (default) | long: picks the defaults
  *   XPMEM_STRESS_SEED       base seed (decimal or 0x...), else random; every
  *                           test prints the value to replay it with

@@ -9,7 +9,7 @@ resolve_kernel() {
 	debian-6.1)  img=$(ls /boot/vmlinuz-6.1.0-*-amd64 2>/dev/null | sort -V | tail -n 1) ;;
 	debian-6.12) img=$(ls /boot/vmlinuz-6.12.*+deb12-amd64 2>/dev/null | sort -V | tail -n 1) ;;
 	debug-6.12)
-		"$top/tools/config/build-debug-kernel.sh" "$b/debug-6.12" >&2 || return 1
+		"$top/selftests/vm/build-debug-kernel.sh" "$b/debug-6.12" >&2 || return 1
 		KIMAGE=$b/debug-6.12/linux-source-6.12/arch/x86/boot/bzImage
 		KDIR=$b/debug-6.12/linux-source-6.12
 		return 0 ;;
@@ -18,13 +18,13 @@ resolve_kernel() {
 		return 1 ;;
 	esac
 	if [ -z "$img" ]; then
-		echo "$name: no matching /boot/vmlinuz image; run tools/deps.sh as root" >&2
+		echo "$name: no matching /boot/vmlinuz image; run selftests/vm/deps.sh as root" >&2
 		return 1
 	fi
 	KIMAGE=$img
 	KDIR=/lib/modules/${img#/boot/vmlinuz-}/build
 	if [ ! -f "$KDIR/Makefile" ]; then
-		echo "$name: headers missing ($KDIR); run tools/deps.sh as root" >&2
+		echo "$name: headers missing ($KDIR); run selftests/vm/deps.sh as root" >&2
 		return 1
 	fi
 }

@@ -1,10 +1,10 @@
 #!/bin/bash
 # Build (or reuse) the debug-6.12 test kernel.
 #
-# Usage: tools/config/build-debug-kernel.sh [OUTDIR]   (default build/debug-6.12)
+# Usage: selftests/vm/build-debug-kernel.sh [OUTDIR]   (default build/debug-6.12)
 #
 # Extracts Debian's linux-source-6.12 tarball into OUTDIR/linux-source-6.12,
-# configures it as tinyconfig + tools/config/debug-6.12.config, checks that
+# configures it as tinyconfig + selftests/vm/debug-6.12.config, checks that
 # every option of the fragment survived, and builds bzImage plus the in-tree
 # modules (the latter writes Module.symvers, which out-of-tree module builds
 # need).  The result is cached: a stamp holds a hash of the fragment, this
@@ -23,7 +23,7 @@ jobs=${JOBS:-2}
 
 die() { echo "build-debug-kernel: $*" >&2; exit 1; }
 
-[ -r "$tarball" ] || die "$tarball not found (run tools/deps.sh as root)"
+[ -r "$tarball" ] || die "$tarball not found (run selftests/vm/deps.sh as root)"
 [ -r "$fragment" ] || die "$fragment not found"
 
 src_id=$(stat -c '%s %Y' "$tarball")
@@ -80,7 +80,7 @@ while IFS= read -r line; do
 		fi ;;
 	esac
 done < "$fragment"
-[ "$bad" = 0 ] || die "config fragment not fully applied; fix tools/config/debug-6.12.config"
+[ "$bad" = 0 ] || die "config fragment not fully applied; fix selftests/vm/debug-6.12.config"
 
 echo "debug-6.12: building bzImage and modules with -j$jobs (a few minutes)"
 make -s ARCH=x86_64 -j"$jobs" bzImage modules

@@ -1,16 +1,16 @@
 #!/bin/bash
 # Boot one test kernel in QEMU (TCG) and run the selftests in it.
 #
-# Usage: tools/qemu/run.sh [--demo|--bench] KERNEL [SUITE-FILTER...]
+# Usage: selftests/vm/run.sh [--demo|--bench] KERNEL [SUITE-FILTER...]
 #   KERNEL        debian-6.1 | debian-6.12 | debug-6.12
 #   SUITE-FILTER  words; only suites whose name contains one of them run
-#                 (e.g. `tools/qemu/run.sh debian-6.1 xpmem_basic`)
+#                 (e.g. `selftests/vm/run.sh debian-6.1 xpmem_basic`)
 #   --demo        run /tools/xpmem-demo with and without the module instead
 #   --bench       run /tools/xpmem-bench (BENCH_ARGS) with the module, on
 #                 private anonymous and on shared memory, then on the fallback
 #
 # Steps: build xpmem.ko for KERNEL in build/mod/KERNEL, pack a busybox
-# initramfs (init = tools/qemu/init.sh) with the module, build/selftests/*,
+# initramfs (init = selftests/vm/init.sh) with the module, build/selftests/*,
 # build/tools/* and the library, boot qemu-system-x86_64 -accel tcg -cpu max
 # with two NUMA nodes, then judge the run:
 #   - every suite's kselftest "# Totals:" line (pass/fail/skip summed; a
@@ -44,7 +44,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 B=${B:-build}
-. tools/qemu/kernels.sh
+. selftests/vm/kernels.sh
 
 mode=check
 case "${1:-}" in
@@ -57,8 +57,8 @@ filter="$*"
 
 die() { echo "run.sh[$kname]: $*" >&2; exit 1; }
 
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run tools/deps.sh as root"
-[ -x /bin/busybox ] || die "/bin/busybox missing (busybox-static); run tools/deps.sh as root"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run selftests/vm/deps.sh as root"
+[ -x /bin/busybox ] || die "/bin/busybox missing (busybox-static); run selftests/vm/deps.sh as root"
 
 resolve_kernel "$kname" "$top" "$B" || die "cannot resolve kernel"
 # xpmem_stress runs in mode XPMEM_STRESS (default ci) on the debug kernel
@@ -103,7 +103,7 @@ if [ -z "${NO_BUILD:-}" ]; then
 fi
 have_mod=0
 if ls kernel/*.c >/dev/null 2>&1; then
-	tools/build-module.sh "$KDIR" "$moddir" >"$out/module-build.log" 2>&1 ||
+	kernel/build-module.sh "$KDIR" "$moddir" >"$out/module-build.log" 2>&1 ||
 		{ cat "$out/module-build.log" >&2; die "module build failed for $KDIR"; }
 	have_mod=1
 else
@@ -115,7 +115,7 @@ root=$out/root
 rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,dev,etc,proc,sys,tmp,selftests,tools,lib}
 cp /bin/busybox "$root/bin/busybox"
-cp tools/qemu/init.sh "$root/init"
+cp selftests/vm/init.sh "$root/init"
 chmod 0755 "$root/init"
 mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
 [ "$have_mod" = 1 ] && cp "$moddir/xpmem.ko" "$root/xpmem.ko"

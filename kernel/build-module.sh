@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build xpmem.ko for one kernel in a private copy of the sources.
 #
-# Usage: tools/build-module.sh KDIR OUTDIR [extra kbuild args, e.g. W=1 C=2]
+# Usage: kernel/build-module.sh KDIR OUTDIR [extra kbuild args, e.g. W=1 C=2]
 #
 # Copies Kbuild, kernel/ and include/ into OUTDIR (only files whose content
 # changed, so Kbuild's incremental build works; files deleted from the repo
@@ -21,7 +21,7 @@ if ! ls "$top"/kernel/*.c >/dev/null 2>&1; then
 	echo "build-module: kernel/ has no *.c yet; no module to build" >&2
 	exit 2
 fi
-[ -f "$kdir/Makefile" ] || { echo "build-module: $kdir is not a kernel build dir (install its headers: tools/deps.sh)" >&2; exit 1; }
+[ -f "$kdir/Makefile" ] || { echo "build-module: $kdir is not a kernel build dir (install its headers: selftests/vm/deps.sh)" >&2; exit 1; }
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -1,5 +1,5 @@
 #!/bin/busybox sh
-# /init of the xpmem test VM (busybox initramfs, packed by tools/qemu/run.sh).
+# /init of the xpmem test VM (busybox initramfs, packed by selftests/vm/run.sh).
 #
 # Console (ttyS0) gets everything a human wants to read; /dev/ttyS1 gets a
 # clean, machine-readable copy of each suite's output framed by "@@XPMEM"

@@ -4,7 +4,7 @@
 # Run as root on Debian: runs `apt-get update` once, then `apt-get install -y`.
 # Otherwise: prints the exact install line and exits non-zero.
 #
-# Usage: tools/deps.sh [--check]
+# Usage: selftests/vm/deps.sh [--check]
 #   --check   only report what is missing (exit 1 if anything is)
 set -eu
 

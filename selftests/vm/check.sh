@@ -4,12 +4,12 @@
 # summed over the host tests and every kernel; exit status 1 if anything
 # failed (a failed build, a VM timeout and console findings count too).
 #
-# Usage: tools/check.sh KERNEL...   (make check KERNELS="debian-6.1 ...")
+# Usage: selftests/vm/check.sh KERNEL...   (make check KERNELS="debian-6.1 ...")
 # SUITES="word ..." in the environment restricts the VM suites to those
 # whose name contains a word (host tests always run).
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 B=${B:-build}
 export B
@@ -28,14 +28,14 @@ add() { # add LABEL RESULTFILE RC
 hosts=()
 for f in "$B"/host/selftests/*; do [ -f "$f" ] && [ -x "$f" ] && hosts+=("$f"); done
 rm -f "$B/host/result"
-tools/run-host-tests.sh "$B/host" "${hosts[@]}"
+selftests/vm/run-host-tests.sh "$B/host" "${hosts[@]}"
 add host "$B/host/result" $?
 
 for k in "$@"; do
 	mkdir -p "$B/results"
 	rm -f "$B/results/$k"
 	# shellcheck disable=SC2086  # SUITES: words, each a filter
-	NO_BUILD=1 RESULT_FILE=$B/results/$k tools/qemu/run.sh "$k" ${SUITES:-}
+	NO_BUILD=1 RESULT_FILE=$B/results/$k selftests/vm/run.sh "$k" ${SUITES:-}
 	add "$k" "$B/results/$k" $?
 done
 
