@@ -216,7 +216,7 @@ $(B)/host/selftests/%: selftests/%.c $(KSFT) $(HLIB_OBJS)
 	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CFLAGS) $(SAN_FLAGS) -MMD -MP -MF $(@D)/.$*.d \
 		-o $@ $< $(HLIB_OBJS) $(TEST_LIBS)
 
-host-tests: $(HOST_TESTS)
+host-tests: $(LIB_TARGETS) $(HOST_TESTS)
 	@selftests/vm/run-host-tests.sh $(B)/host $(HOST_TESTS)
 
 # ---------------------------------------------------------------- QEMU -------

@@ -216,6 +216,7 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	}
 	/* From here on xpmem_att_free() undoes everything. */
 	mutex_init(&att->lock);
+	INIT_LIST_HEAD(&att->faults);
 	INIT_LIST_HEAD(&att->permit_node);
 	INIT_LIST_HEAD(&att->seg_node);
 	att->permit = permit;

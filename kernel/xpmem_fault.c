@@ -7,12 +7,18 @@
  * reach this module, and overlapping attachments are found through the
  * core's interval tree.
  *
- * The fault handler mirrors the owner's page tables (the HMM pattern):
- *   seq = mmu_interval_read_begin()
- *   trylock the owner's mmap_lock, check the owner VMA, hmm_range_fault()
- *   over a window inside it, unlock
- *   lock att->lock; if mmu_interval_read_retry(seq): unlock, start over
- *   insert PTEs; unlock
+ * The fault handler mirrors the owner's page tables (the HMM pattern),
+ * with the owner's mmap_lock held for reading throughout, so that the
+ * owner's mmap, munmap, mprotect and mremap (which invalidate under the
+ * lock taken for writing) cannot make a fault start over:
+ *   lock the owner's mmap_lock (see below), check the owner VMA
+ *   register the fault's window on att->faults
+ *   seq = mmu_interval_read_begin(); hmm_range_fault() over the window
+ *   lock att->lock; if an invalidation overlapped the window: start over
+ *   insert PTEs; unlock; unlock the owner
+ * An invalidation marks only the faults whose window it overlaps, so a
+ * whole-address-space attachment does not lose its faults to unrelated
+ * owner activity (madvise, reclaim, NUMA hinting elsewhere).
  * No page is pinned beyond the PTE.  Every PTE is a special PFN PTE
  * (vmf_insert_mixed() on a VM_MIXEDMAP | VM_IO VMA): get_user_pages()
  * never finds the owner's page through an attachment, so nothing outlives
@@ -23,19 +29,30 @@
  * owner's page writable (breaking COW in the owner if needed), marks the
  * owner's folio dirty and accessed, and only then lets the core make the
  * PTE writable.  An attacher therefore never writes into a page the owner
- * maps read-only, and reclaim never discards a page an attacher wrote.
+ * maps read-only, and reclaim never discards a page an attacher wrote.  A
+ * write ->fault that found the owner's page writable remembers it (att->wok)
+ * until an invalidation touches it, so the ->pfn_mkwrite that follows needs
+ * no owner lock.
  *
- * Never block on the owner's mmap_lock while holding the attacher's: a
- * fault that finds it contended drops the attacher's lock, waits, and
- * returns VM_FAULT_RETRY; ->pfn_mkwrite, which cannot drop it, zaps the
- * page and returns VM_FAULT_NOPAGE so that the access comes back as a full
- * fault.
+ * Two mmap_locks are only ever nested in address order (struct mm_struct
+ * with the lower address first).  A fault whose attacher mm comes first
+ * simply waits for the owner's lock.  One whose owner comes first must not
+ * wait while holding the attacher's lock (another fault, or a queued
+ * writer behind which our own readers wait, would close an ABBA cycle): it
+ * tries once, and if that fails drops the attacher's lock, takes both in
+ * order, resolves the fault and returns VM_FAULT_RETRY; the retried access
+ * finds its PTE.  ->pfn_mkwrite cannot drop the lock: it zaps the page and
+ * returns VM_FAULT_NOPAGE, so that the access comes back as a write
+ * ->fault, which can.
  */
+#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/hmm.h>
 #include <linux/jiffies.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/pagemap.h>
 #include <linux/pfn_t.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -55,6 +72,14 @@
  * keeps changing the attached range cannot make a fault spin forever.
  */
 #define XPMEM_FAULT_MAX_RETRIES	8
+
+/* A fault's owner range [start, end), on att->faults while it resolves. */
+struct xpmem_fault_win {
+	struct list_head node;
+	unsigned long start;
+	unsigned long end;
+	bool stale;		/* an invalidation overlapped it */
+};
 
 /*
  * How long a fault that cannot drop the attacher's mmap_lock (GUP without
@@ -143,6 +168,25 @@ void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 
 /* ---- invalidation ------------------------------------------------------- */
 
+/*
+ * An owner range [start, end) changes: faults in progress over it start
+ * over, and its pages are no longer known to be writable.  Under att->lock.
+ */
+static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
+				 unsigned long end)
+{
+	struct xpmem_fault_win *win;
+	unsigned int i;
+
+	lockdep_assert_held(&att->lock);
+	list_for_each_entry(win, &att->faults, node)
+		if (win->start < end && start < win->end)
+			win->stale = true;
+	for (i = 0; i < XPMEM_WOK_SLOTS; i++)
+		if (att->wok[i].oaddr >= start && att->wok[i].oaddr < end)
+			att->wok[i].oaddr = 0;
+}
+
 static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,
 				 unsigned long cur_seq)
@@ -173,11 +217,13 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 		return false;		/* zapping sleeps */
 	}
 	/*
-	 * Advance the sequence under the lock PTE insertion holds: a fault
-	 * that inserted before this point is zapped below, a fault that takes
-	 * the lock after it sees the new sequence and retries.
+	 * Mark, under the lock PTE insertion holds, the faults in progress
+	 * whose window this range overlaps: a fault that inserted before this
+	 * point is zapped below, one that takes the lock after it sees the
+	 * mark and starts over.  Faults elsewhere in the attachment carry on.
 	 */
 	mmu_interval_set_seq(mni, cur_seq);
+	xpmem_att_mark_stale(att, range->start, range->end);
 	mutex_unlock(&att->lock);
 
 	atomic_long_inc(&xpmem_stats.invalidations);
@@ -251,60 +297,24 @@ static int xpmem_noop_pte(pte_t *pte, unsigned long addr, void *data)
 /*
  * Make sure the page table page for the window exists, so that inserting
  * under att->lock never allocates (the invalidate callback, which takes
- * att->lock, runs in reclaim).
+ * att->lock, runs in reclaim).  @vmf->pmd is NULL for a fault resolved
+ * after retaking the locks (xpmem_fault_reversed()).
  */
 static int xpmem_fault_prepare_pt(struct vm_fault *vmf)
 {
-	if (!pmd_none(*vmf->pmd))
+	if (vmf->pmd && !pmd_none(*vmf->pmd))
 		return 0;
-	return apply_to_page_range(vmf->vma->vm_mm, vmf->address & PAGE_MASK,
-				   PAGE_SIZE, xpmem_noop_pte, NULL);
+	return apply_to_page_range(vmf->vma->vm_mm, vmf->address, PAGE_SIZE,
+				   xpmem_noop_pte, NULL);
 }
 
 /*
- * Take the owner's mmap_lock for reading without ever blocking on it while
- * the attacher's is held.
- *
- * Return: 0 with the lock held, or what the fault must return.  On
- * VM_FAULT_RETRY the attacher's mmap_lock has been dropped (unless the
- * fault said RETRY_NOWAIT), so neither the VMA nor the attachment may be
- * touched any more.
+ * The second of two mmap_locks, taken in address order (see the lock order
+ * in xpmem_internal.h).  Return: 0, or -EINTR on a fatal signal.
  */
-static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
-					 struct mm_struct *owner, bool mkwrite)
+static int xpmem_mmap_read_lock_second(struct mm_struct *mm)
 {
-	struct xpmem_att *att = vmf->vma->vm_private_data;
-	unsigned long deadline;
-
-	if (mmap_read_trylock(owner))
-		return 0;
-	atomic_long_inc(&xpmem_stats.fault_retries);
-
-	if (mkwrite) {
-		/* The next access takes ->fault, which may drop the lock. */
-		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
-		return VM_FAULT_NOPAGE;
-	}
-	if (vmf->flags & FAULT_FLAG_ALLOW_RETRY) {
-		if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
-			return VM_FAULT_RETRY;
-		mmap_read_unlock(vmf->vma->vm_mm);
-		if (!mmap_read_lock_killable(owner))
-			mmap_read_unlock(owner);
-		/* the arch code retries at once: schedule (PREEMPT_NONE) */
-		cond_resched();
-		return VM_FAULT_RETRY;
-	}
-	/* GUP with no lock to drop: poll for a while, never block. */
-	deadline = jiffies + XPMEM_OWNER_POLL;
-	do {
-		if (fatal_signal_pending(current))
-			return VM_FAULT_SIGBUS;
-		cond_resched();
-		if (mmap_read_trylock(owner))
-			return 0;
-	} while (time_before(jiffies, deadline));
-	return VM_FAULT_SIGBUS;
+	return down_read_killable_nested(&mm->mmap_lock, SINGLE_DEPTH_NESTING);
 }
 
 /* The attacher wrote or read the owner's page: as if the owner had. */
@@ -317,7 +327,7 @@ static void xpmem_fault_touch(unsigned long hmm_pfn, bool write)
 		return;
 	folio = page_folio(pfn_to_page(pfn));
 	/*
-	 * The sequence is valid and att->lock held, so the owner still maps
+	 * The window is not stale and att->lock held, so the owner still maps
 	 * the folio (truncation and unmapping wait in our invalidate
 	 * callback): its mapping is alive, as the page table lock would
 	 * guarantee for the owner's own write fault.
@@ -327,9 +337,53 @@ static void xpmem_fault_touch(unsigned long hmm_pfn, bool write)
 	folio_mark_accessed(folio);
 }
 
+/* att->wok entries: owner address | XPMEM_WOK_VALID */
+#define XPMEM_WOK_VALID		1UL
+
+/*
+ * A write ->fault found the owner's page at @oaddr writable: remember it
+ * for the ->pfn_mkwrite that follows.  Under att->lock, window not stale.
+ */
+static void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
+			       unsigned long pfn)
+{
+	struct xpmem_wok *w = &att->wok[att->wok_next++ % XPMEM_WOK_SLOTS];
+
+	w->oaddr = oaddr | XPMEM_WOK_VALID;
+	w->pfn = pfn;
+}
+
+/*
+ * ->pfn_mkwrite without the owner's lock: if no invalidation touched the
+ * owner's page since a write ->fault found it writable, and the attacher's
+ * PTE still names it, the owner still maps it writable.
+ */
+static bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf,
+				     struct xpmem_att *att, unsigned long oaddr)
+{
+	unsigned long pfn = pte_pfn(vmf->orig_pte);
+	bool hit = false;
+	unsigned int i;
+
+	mutex_lock(&att->lock);
+	for (i = 0; i < XPMEM_WOK_SLOTS && !att->dead; i++) {
+		if (att->wok[i].oaddr == (oaddr | XPMEM_WOK_VALID) &&
+		    att->wok[i].pfn == pfn) {
+			att->wok[i].oaddr = 0;
+			xpmem_fault_touch(pfn, true);
+			hit = true;
+			break;
+		}
+	}
+	mutex_unlock(&att->lock);
+	if (hit)
+		atomic_long_inc(&xpmem_stats.mkwrite_fast);
+	return hit;
+}
+
 /*
  * Map the resolved window [start, start + npages pages) of the attacher.
- * Called with att->lock held and the sequence validated, so every page in
+ * Called with att->lock held and the window not stale, so every page in
  * @pfns is still mapped by the owner.
  */
 static vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
@@ -385,7 +439,7 @@ static void xpmem_fault_window(struct vm_fault *vmf,
 	struct vm_area_struct *vma = vmf->vma;
 	unsigned long win = mkwrite ? PAGE_SIZE :
 			    xpmem_window_pages() << PAGE_SHIFT;
-	unsigned long addr = vmf->address & PAGE_MASK;
+	unsigned long addr = vmf->address;
 
 	/* distances from the faulting page, so nothing can wrap */
 	unsigned long below = addr - max(ALIGN_DOWN(addr, win), vma->vm_start);
@@ -398,6 +452,246 @@ static void xpmem_fault_window(struct vm_fault *vmf,
 	*hi = addr + above;
 }
 
+/* Owner address of the attacher page @vmf faults on. */
+static unsigned long xpmem_fault_oaddr(struct vm_fault *vmf)
+{
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+
+	return att->seg->vaddr + (vmf->pgoff << PAGE_SHIFT);
+}
+
+/*
+ * Resolve the fault and map its window.  The caller holds the owner's
+ * mmap_lock for reading (it is the attacher's own for an attachment of
+ * the faulting process itself), so only invalidations that need no
+ * mmap_lock for writing (madvise, reclaim, migration) can overlap it.
+ * @pfns has room for xpmem_window_pages() entries.
+ */
+static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
+				      struct mm_struct *owner, bool mkwrite,
+				      unsigned long *pfns)
+{
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	unsigned long oaddr = xpmem_fault_oaddr(vmf);
+	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
+	struct hmm_range range = {
+		.notifier = &att->notifier,
+		.hmm_pfns = pfns,
+		.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
+	};
+	struct xpmem_fault_win win = {};
+	unsigned long lo, hi, npages, fidx;
+	struct vm_area_struct *ovma;
+	unsigned int retries = 0;
+	bool zap = false;
+	vm_fault_t ret;
+	int err;
+
+	ovma = vma_lookup(owner, oaddr);
+	if (!ovma || !xpmem_vma_mirrorable(ovma))
+		return VM_FAULT_SIGBUS;
+	xpmem_fault_window(vmf, ovma, oaddr, mkwrite, &lo, &hi);
+	npages = (hi - lo) >> PAGE_SHIFT;
+	fidx = (vmf->address - lo) >> PAGE_SHIFT;
+	range.start = oaddr - (fidx << PAGE_SHIFT);
+	range.end = range.start + (npages << PAGE_SHIFT);
+	win.start = range.start;
+	win.end = range.end;
+
+	/*
+	 * Listed before the sequence is read: an invalidation that marked
+	 * nothing because it came earlier is still waited for by
+	 * mmu_interval_read_begin() if it has not finished.
+	 */
+	mutex_lock(&att->lock);
+	list_add(&win.node, &att->faults);
+	mutex_unlock(&att->lock);
+again:
+	range.notifier_seq = mmu_interval_read_begin(&att->notifier);
+	memset(pfns, 0, npages * sizeof(*pfns));
+	pfns[fidx] = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
+	err = hmm_range_fault(&range);
+	if (err == -EBUSY)		/* any invalidation of the attachment */
+		goto retry;
+	if (err) {
+		ret = err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+		goto unlist;
+	}
+	if (!mkwrite && xpmem_fault_prepare_pt(vmf)) {
+		ret = VM_FAULT_OOM;
+		goto unlist;
+	}
+
+	mutex_lock(&att->lock);
+	if (win.stale) {
+		mutex_unlock(&att->lock);
+		goto retry;
+	}
+	if (att->dead) {
+		ret = VM_FAULT_SIGBUS;
+	} else if (mkwrite) {
+		ret = xpmem_fault_mkwrite(vmf, pfns[fidx], &zap);
+	} else {
+		ret = xpmem_fault_insert(vmf, lo, pfns, npages, fidx);
+		if (write && !(ret & VM_FAULT_ERROR) &&
+		    (pfns[fidx] & HMM_PFN_WRITE))
+			xpmem_wok_remember(att, oaddr,
+					   xpmem_hmm_pfn(pfns[fidx]));
+	}
+	list_del(&win.node);
+	mutex_unlock(&att->lock);
+	if (zap)
+		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+	return ret;
+
+retry:
+	atomic_long_inc(&xpmem_stats.fault_seq_retries);
+	if (fatal_signal_pending(current)) {
+		ret = VM_FAULT_SIGBUS;
+		goto unlist;
+	}
+	if (++retries >= XPMEM_FAULT_MAX_RETRIES) {
+		/* Give the CPU back; the access is repeated. */
+		cond_resched();
+		ret = VM_FAULT_NOPAGE;
+		goto unlist;
+	}
+	cond_resched();
+	mutex_lock(&att->lock);
+	win.stale = false;
+	mutex_unlock(&att->lock);
+	goto again;
+
+unlist:
+	mutex_lock(&att->lock);
+	list_del(&win.node);
+	mutex_unlock(&att->lock);
+	return ret;
+}
+
+/*
+ * Take the owner's mmap_lock for reading without ever waiting for it
+ * out of order (see the lock order in xpmem_internal.h).
+ *
+ * Return: 0 with the lock held; 0 with *@reverse set if the caller must
+ * drop the attacher's lock and take both in order (xpmem_fault_reversed());
+ * or what the fault must return.
+ */
+static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
+					 struct mm_struct *owner, bool mkwrite,
+					 bool *reverse)
+{
+	struct mm_struct *mm = vmf->vma->vm_mm;
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	unsigned long deadline;
+
+	if (mmap_read_trylock(owner))
+		return 0;
+	atomic_long_inc(&xpmem_stats.fault_retries);
+
+	if ((unsigned long)mm < (unsigned long)owner) {
+		/* in order: wait while holding the attacher's lock */
+		atomic_long_inc(&xpmem_stats.fault_owner_waits);
+		if (xpmem_mmap_read_lock_second(owner))
+			return VM_FAULT_SIGBUS;		/* killed */
+		return 0;
+	}
+	if (mkwrite) {
+		/* The next access takes ->fault, which may drop the lock. */
+		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		return VM_FAULT_NOPAGE;
+	}
+	if (vmf->flags & FAULT_FLAG_ALLOW_RETRY) {
+		if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
+			return VM_FAULT_RETRY;
+		*reverse = true;
+		return 0;
+	}
+	/* GUP with no lock to drop: poll for a while, never wait. */
+	deadline = jiffies + XPMEM_OWNER_POLL;
+	do {
+		if (fatal_signal_pending(current))
+			return VM_FAULT_SIGBUS;
+		cond_resched();
+		if (mmap_read_trylock(owner))
+			return 0;
+	} while (time_before(jiffies, deadline));
+	return VM_FAULT_SIGBUS;
+}
+
+/*
+ * The owner's mmap_lock comes first and is contended: drop the attacher's,
+ * take the owner's, then the attacher's, and resolve the fault if the
+ * attachment is still mapped at the address.  Returns VM_FAULT_RETRY with
+ * the attacher's lock dropped; the retried access finds its PTE, or (an
+ * error) the result left in att->failed_oaddr.
+ */
+static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
+				       struct mm_struct *owner,
+				       unsigned long *pfns)
+{
+	struct mm_struct *mm = vmf->vma->vm_mm;
+	struct file *file = get_file(vmf->vma->vm_file);
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	unsigned long address = vmf->address;
+	struct vm_area_struct *vma;
+	vm_fault_t ret;
+
+	atomic_long_inc(&xpmem_stats.fault_owner_waits);
+	mmap_read_unlock(mm);
+	if (mmap_read_lock_killable(owner))
+		goto put_file;
+	if (xpmem_mmap_read_lock_second(mm))
+		goto unlock_owner;
+	/* the file pins att; the VMA may have gone or changed meanwhile */
+	vma = vma_lookup(mm, address);
+	if (vma && vma->vm_file == file) {
+		struct vm_fault rvmf = {
+			.vma = vma,
+			.gfp_mask = vmf->gfp_mask,
+			.pgoff = linear_page_index(vma, address),
+			.address = address,
+			.real_address = vmf->real_address,
+			.flags = vmf->flags,
+		};
+
+		ret = xpmem_fault_resolve(&rvmf, owner, false, pfns);
+		if (ret & VM_FAULT_ERROR) {
+			mutex_lock(&att->lock);
+			att->failed_oaddr = xpmem_fault_oaddr(&rvmf) |
+					    XPMEM_WOK_VALID;
+			att->failed_ret = ret & VM_FAULT_ERROR;
+			mutex_unlock(&att->lock);
+		}
+	}
+	mmap_read_unlock(mm);
+unlock_owner:
+	mmap_read_unlock(owner);
+put_file:
+	fput(file);
+	/* the arch code retries at once: schedule (PREEMPT_NONE) */
+	cond_resched();
+	return VM_FAULT_RETRY;
+}
+
+/*
+ * A retried fault whose previous attempt was resolved out of order and
+ * failed: return that failure once (the owner's range was unusable then).
+ */
+static vm_fault_t xpmem_fault_take_failed(struct vm_fault *vmf)
+{
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	vm_fault_t ret = 0;
+
+	mutex_lock(&att->lock);
+	if (att->failed_oaddr == (xpmem_fault_oaddr(vmf) | XPMEM_WOK_VALID)) {
+		ret = att->failed_ret;
+		att->failed_oaddr = 0;
+	}
+	mutex_unlock(&att->lock);
+	return ret;
+}
+
 /*
  * The fault and the mkwrite handlers.  @mkwrite: the PTE exists read-only
  * and the attacher writes; make the owner's page writable and let the core
@@ -408,23 +702,24 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	struct vm_area_struct *vma = vmf->vma;
 	struct xpmem_att *att = vma->vm_private_data;
 	struct mm_struct *owner = att->seg->mm;
-	unsigned long oaddr = att->seg->vaddr + (vmf->pgoff << PAGE_SHIFT);
-	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
-	bool self = owner == vma->vm_mm;
 	unsigned long stack_pfns[XPMEM_FAULT_STACK_PAGES];
 	unsigned long *pfns = stack_pfns;
-	unsigned long lo, hi, npages, fidx, maxpages;
-	struct hmm_range range = {};
-	struct vm_area_struct *ovma;
-	unsigned int retries = 0;
-	bool zap = false;
+	unsigned long maxpages;
+	bool reverse = false;
 	vm_fault_t ret;
-	int err;
 
 	atomic_long_inc(&xpmem_stats.faults);
 	/* A VMA copied into another mm (it cannot be: VM_DONTCOPY|VM_IO). */
 	if (vma->vm_mm != att->mm || READ_ONCE(att->dead))
 		return VM_FAULT_SIGBUS;
+	if (mkwrite && xpmem_fault_mkwrite_fast(vmf, att,
+						xpmem_fault_oaddr(vmf)))
+		return 0;
+	if (!mkwrite && (vmf->flags & FAULT_FLAG_TRIED)) {
+		ret = xpmem_fault_take_failed(vmf);
+		if (ret)
+			return ret;
+	}
 
 	maxpages = mkwrite ? 1 : xpmem_window_pages();
 	if (maxpages > ARRAY_SIZE(stack_pfns)) {
@@ -437,79 +732,18 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 		goto free_pfns;
 	}
 
-	range.notifier = &att->notifier;
-	range.hmm_pfns = pfns;
-	range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
-
-again:
-	range.notifier_seq = mmu_interval_read_begin(&att->notifier);
-	if (!self) {
-		ret = xpmem_fault_lock_owner(vmf, owner, mkwrite);
-		if (ret)
-			goto put_owner;
-	}
-	ovma = vma_lookup(owner, oaddr);
-	if (!ovma || !xpmem_vma_mirrorable(ovma)) {
-		if (!self)
+	if (owner == vma->vm_mm) {
+		ret = xpmem_fault_resolve(vmf, owner, mkwrite, pfns);
+	} else {
+		ret = xpmem_fault_lock_owner(vmf, owner, mkwrite, &reverse);
+		if (reverse) {
+			ret = xpmem_fault_reversed(vmf, owner, pfns);
+		} else if (!ret) {
+			ret = xpmem_fault_resolve(vmf, owner, mkwrite, pfns);
 			mmap_read_unlock(owner);
-		ret = VM_FAULT_SIGBUS;
-		goto put_owner;
-	}
-	xpmem_fault_window(vmf, ovma, oaddr, mkwrite, &lo, &hi);
-	npages = (hi - lo) >> PAGE_SHIFT;
-	fidx = ((vmf->address & PAGE_MASK) - lo) >> PAGE_SHIFT;
-	range.start = oaddr - (fidx << PAGE_SHIFT);
-	range.end = range.start + (npages << PAGE_SHIFT);
-	memset(pfns, 0, npages * sizeof(*pfns));
-	pfns[fidx] = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
-
-	err = hmm_range_fault(&range);
-	if (!self)
-		mmap_read_unlock(owner);
-	if (err == -EBUSY)
-		goto retry;
-	if (err) {
-		ret = err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
-		goto put_owner;
+		}
 	}
 
-	if (!mkwrite && xpmem_fault_prepare_pt(vmf)) {
-		ret = VM_FAULT_OOM;
-		goto put_owner;
-	}
-
-	mutex_lock(&att->lock);
-	if (mmu_interval_read_retry(&att->notifier, range.notifier_seq)) {
-		mutex_unlock(&att->lock);
-		goto retry;
-	}
-	if (att->dead)
-		ret = VM_FAULT_SIGBUS;
-	else if (mkwrite)
-		ret = xpmem_fault_mkwrite(vmf, pfns[fidx], &zap);
-	else
-		ret = xpmem_fault_insert(vmf, lo, pfns, npages, fidx);
-	mutex_unlock(&att->lock);
-	if (zap)
-		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
-	goto put_owner;
-
-retry:
-	atomic_long_inc(&xpmem_stats.fault_seq_retries);
-	if (fatal_signal_pending(current)) {
-		ret = VM_FAULT_SIGBUS;
-		goto put_owner;
-	}
-	if (++retries >= XPMEM_FAULT_MAX_RETRIES) {
-		/* Give the CPU back; the access is repeated. */
-		cond_resched();
-		ret = VM_FAULT_NOPAGE;
-		goto put_owner;
-	}
-	cond_resched();
-	goto again;
-
-put_owner:
 	/* never exit_mmap() the owner from under the attacher's mmap_lock */
 	mmput_async(owner);
 free_pfns:

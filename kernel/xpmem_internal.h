@@ -35,15 +35,19 @@
  * Lock order (outermost first)
  * ----------------------------
  *   attacher mmap_lock           page fault; ATTACH (vm_mmap) and DETACH
- *     owner mmap_lock            fault only, and only by trylock: a fault
- *                                that finds it contended drops the
- *                                attacher's lock and returns
- *                                VM_FAULT_RETRY, or (->pfn_mkwrite, which
- *                                cannot) has the page zapped and returns
- *                                VM_FAULT_NOPAGE.  Never held with att->lock.
- *     att->lock                  the notifier lock; PTE insertion runs
- *                                under it
- *       page table lock
+ *     owner mmap_lock            fault only (read).  Two mm's mmap_locks
+ *                                nest in one order only: the one whose
+ *                                mm_struct has the lower address first
+ *                                (SINGLE_DEPTH_NESTING for the second).
+ *                                A fault whose owner comes first takes it
+ *                                by trylock, or drops the attacher's lock,
+ *                                takes both in order and returns
+ *                                VM_FAULT_RETRY (->pfn_mkwrite, which
+ *                                cannot drop it, has the page zapped and
+ *                                returns VM_FAULT_NOPAGE).
+ *       att->lock                the notifier lock; PTE insertion runs
+ *                                under it, with the owner's mmap_lock held
+ *         page table lock
  *   xpmem_obj_lock               ctx lists, seg->ctx, permit->ctx
  *   seg->att_lock                the segment's attachment list (mutex;
  *                                REMOVE zaps under it)
@@ -54,7 +58,8 @@
  *   xpmem_id_lock                id tables; leaf spinlock
  *
  * The invalidate callback (owner mmap_lock, or reclaim) takes att->lock
- * only to advance the sequence; it has the zap worker zap the attachment
+ * only to advance the sequence and mark the faults in progress whose
+ * window it overlaps; it has the zap worker zap the attachment
  * after dropping it and waits (xpmem_attach.c).  Every zap of an
  * attachment runs in that worker, and invalidations the worker causes are
  * ignored (they only ever hit attachment VMAs, which are never mirrored),
@@ -70,6 +75,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
+#include <linux/mm_types.h>
 #include <linux/mmu_notifier.h>
 #include <linux/atomic.h>
 #include <linux/uidgid.h>
@@ -82,6 +88,12 @@
 struct ipc_namespace;
 struct vm_fault;
 struct vm_area_struct;
+
+/*
+ * Owner pages an attachment remembers as "writable, resolved by a write
+ * fault" until an invalidation touches them (xpmem_fault.c).
+ */
+#define XPMEM_WOK_SLOTS		4
 
 /* 2^10 buckets: plenty for the thousands of segments an MPI job creates. */
 #define XPMEM_ID_HASH_BITS	10
@@ -155,6 +167,17 @@ struct xpmem_att {
 	struct mutex lock;		/* the notifier lock */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
 	bool dead;			/* under lock: SIGBUS on fault */
+	/* under lock: windows of faults in progress (xpmem_fault.c) */
+	struct list_head faults;
+	/* under lock: owner pages a write fault found writable */
+	struct xpmem_wok {
+		unsigned long oaddr;	/* owner address; 0: empty */
+		unsigned long pfn;
+	} wok[XPMEM_WOK_SLOTS];
+	unsigned int wok_next;
+	/* under lock: a fault resolved out of order failed (xpmem_fault.c) */
+	unsigned long failed_oaddr;
+	vm_fault_t failed_ret;
 };
 
 /*
@@ -170,6 +193,8 @@ struct xpmem_stats {
 	atomic_long_t faults;
 	atomic_long_t fault_retries;
 	atomic_long_t fault_seq_retries;
+	atomic_long_t fault_owner_waits;
+	atomic_long_t mkwrite_fast;
 	atomic_long_t pages_mapped;
 	atomic_long_t invalidations;
 };

@@ -41,6 +41,10 @@ static struct xpmem_stat_attr xpmem_stat_attrs[] = {
 	  &xpmem_stats.fault_retries },
 	{ __ATTR(fault_seq_retries, 0444, xpmem_stat_show, NULL),
 	  &xpmem_stats.fault_seq_retries },
+	{ __ATTR(fault_owner_waits, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.fault_owner_waits },
+	{ __ATTR(mkwrite_fast, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.mkwrite_fast },
 	{ __ATTR(pages_mapped, 0444, xpmem_stat_show, NULL),
 	  &xpmem_stats.pages_mapped },
 	{ __ATTR(invalidations, 0444, xpmem_stat_show, NULL),
@@ -56,6 +60,8 @@ static struct attribute *xpmem_stats_attrs[] = {
 	&xpmem_stat_attrs[5].attr.attr,
 	&xpmem_stat_attrs[6].attr.attr,
 	&xpmem_stat_attrs[7].attr.attr,
+	&xpmem_stat_attrs[8].attr.attr,
+	&xpmem_stat_attrs[9].attr.attr,
 	NULL,
 };
 

@@ -750,11 +750,16 @@ TEST_F(harden, pfnmap_owner_range_sigbus)
 #define ABBA_STALL_MS	20000	/* no progress this long: a hang */
 #define ABBA_POLL_MS	1000
 
+#define CHURN_ROUNDS	400	/* fault rounds of thread 1, churn variant */
+#define CHURN_SENTINEL	2048	/* offset of a word the owner set per page */
+
 /* Progress counters, in memory shared by the parent and both children. */
 struct abba_shared {
 	int rounds[2];			/* thread 1 (a futex word) */
 	unsigned long cycles[2];	/* thread 2: mmap/munmap cycles */
 	unsigned long holds[2];		/* thread 3: populate/discard */
+	int target;			/* rounds thread 1 runs */
+	bool churn;			/* thread 1: the churn variant */
 };
 
 struct abba_thread_arg {
@@ -770,8 +775,8 @@ static int abba_rounds(struct abba_shared *sh, int i)
 /* Helper threads run until thread 1 of both processes is done. */
 static bool abba_running(struct abba_shared *sh)
 {
-	return abba_rounds(sh, 0) < ABBA_ROUNDS ||
-	       abba_rounds(sh, 1) < ABBA_ROUNDS;
+	return abba_rounds(sh, 0) < sh->target ||
+	       abba_rounds(sh, 1) < sh->target;
 }
 
 /* Thread 2: mmap/munmap of unrelated memory (mmap_lock writer). */
@@ -823,6 +828,35 @@ struct abba_info {
 };
 
 /*
+ * Thread 1 of the churn variant: each round drops the attachment's PTEs,
+ * reads a word the peer set in one of its pages (a read ->fault), then
+ * writes and reads back a word of this process's own (->pfn_mkwrite, or a
+ * write ->fault).  No lockstep with the peer: faults as fast as they go.
+ * Returns 0 or a failing step.
+ */
+static int churn_rounds(struct abba_shared *sh, int i, char *a, size_t len)
+{
+	int round;
+
+	for (round = 0; round < sh->target; round++) {
+		size_t p = (size_t)(round * 7 + i) % (len / PAGE);
+		volatile uint64_t *s = (uint64_t *)(a + p * PAGE +
+						    CHURN_SENTINEL);
+		volatile uint64_t *w = (uint64_t *)(a + p * PAGE) + 8 + i;
+
+		if (madvise(a, len, MADV_DONTNEED))
+			return 10;
+		if (*s != (uint64_t)(!i) * 1000 + p)
+			return 11;
+		*w = round;
+		if (*w != (uint64_t)round)
+			return 12;
+		__atomic_store_n(&sh->rounds[i], round + 1, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/*
  * One of the two processes: export the whole address space 0666, attach
  * the peer's buffer RDWR.  Thread 1, in rounds kept in step with the
  * peer's over a shared futex: read then write every page of the
@@ -849,6 +883,9 @@ static int abba_process(struct abba_shared *sh, int i, struct chan *ch)
 	if (fd < 0 || !mine.buf)
 		return 1;
 	memset(mine.buf, 'a' + i, len);
+	for (p = 0; p < len; p += PAGE)
+		*(uint64_t *)(mine.buf + p + CHURN_SENTINEL) =
+			(uint64_t)i * 1000 + p / PAGE;
 	if (make_whole(fd, 0666, &mine.segid))
 		return 2;
 	if (send_msg(ch->to_parent[1], &mine, sizeof(mine)) ||
@@ -861,7 +898,12 @@ static int abba_process(struct abba_shared *sh, int i, struct chan *ch)
 	if (pthread_create(&t2, NULL, abba_mapper, &arg) ||
 	    pthread_create(&t3, NULL, abba_holder, &arg))
 		return 5;
-	for (round = 0; round < ABBA_ROUNDS; round++) {
+	if (sh->churn) {
+		round = churn_rounds(sh, i, a, len);
+		if (round)
+			return round;
+	}
+	for (round = 0; !sh->churn && round < sh->target; round++) {
 		for (p = 0; p < len; p += PAGE) {
 			volatile char *q = a + p + (round % 64) * 8;
 			char v = *q;	/* read first: a read-only PTE */
@@ -906,10 +948,10 @@ static unsigned long abba_progress(struct abba_shared *sh)
  * timeouts on the pipes each child reports "done" on, or closes by dying)
  * fails the test when the shared progress counters stop moving.
  */
-TEST_F_TIMEOUT(harden, mutual_rdwr_attach_mkwrite_vs_mmap_no_deadlock, 240)
+static void abba_run(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(harden) *self, struct abba_shared *sh)
 {
 	struct abba_info info[2];
-	struct abba_shared *sh;
 	unsigned long last = 0, cur;
 	int stalled = 0, done[2] = { 0, 0 }, i, r;
 	struct pollfd pfd[2];
@@ -917,10 +959,6 @@ TEST_F_TIMEOUT(harden, mutual_rdwr_attach_mkwrite_vs_mmap_no_deadlock, 240)
 	pid_t pid[2];
 	char m;
 
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, sh);
-	memset(sh, 0, sizeof(*sh));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0, chan_init(&ch[i]));
 		pid[i] = fork_tracked(self);
@@ -978,11 +1016,87 @@ TEST_F_TIMEOUT(harden, mutual_rdwr_attach_mkwrite_vs_mmap_no_deadlock, 240)
 			TH_LOG("process %d: %d rounds", i, np);
 		}
 	}
-	ASSERT_EQ(ABBA_ROUNDS, sh->rounds[0]);
-	ASSERT_EQ(ABBA_ROUNDS, sh->rounds[1]);
+	ASSERT_EQ(sh->target, sh->rounds[0]);
+	ASSERT_EQ(sh->target, sh->rounds[1]);
+}
+
+static struct abba_shared *abba_shared_new(int target, bool churn)
+{
+	struct abba_shared *sh = mmap(NULL, sizeof(*sh),
+				      PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (sh == MAP_FAILED)
+		return NULL;
+	memset(sh, 0, sizeof(*sh));
+	sh->target = target;
+	sh->churn = churn;
+	return sh;
+}
+
+/* The module's fault counters, for deltas over one test. */
+struct fault_stats {
+	long faults, retries, seq_retries, owner_waits, mkwrite_fast;
+};
+
+static void fault_stats_read(struct fault_stats *f)
+{
+	f->faults = stat_read("faults");
+	f->retries = stat_read("fault_retries");
+	f->seq_retries = stat_read("fault_seq_retries");
+	f->owner_waits = stat_read("fault_owner_waits");
+	f->mkwrite_fast = stat_read("mkwrite_fast");
+}
+
+TEST_F_TIMEOUT(harden, mutual_rdwr_attach_mkwrite_vs_mmap_no_deadlock, 240)
+{
+	struct abba_shared *sh = abba_shared_new(ABBA_ROUNDS, false);
+
+	ASSERT_NE(NULL, sh);
+	abba_run(_metadata, self, sh);
 	TH_LOG("mmap cycles %lu/%lu, populate/discard %lu/%lu, fault_retries %ld, fault_seq_retries %ld",
 	       sh->cycles[0], sh->cycles[1], sh->holds[0], sh->holds[1],
 	       stat_read("fault_retries"), stat_read("fault_seq_retries"));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(sh, sizeof(*sh));
+}
+
+/*
+ * The fault retry livelock (found by a stress run after the defects
+ * above): attacher threads fault while owner threads mmap/munmap and
+ * populate/discard in a loop.  A fault that gave up the owner's lock
+ * between resolving and inserting lost to every owner mmap or munmap
+ * (whole-address-space segments see them all), and one that had to wait
+ * for the lock found it contended again at once: hundreds of retries per
+ * fault, neither side progressing under load.  Both processes attach each
+ * other, so both lock orders (struct mm_struct addresses) are exercised.
+ * Each must finish its rounds with every value right, the mappers must
+ * progress meanwhile, and the fault path must not spin.  A round is at
+ * least two faults (the read, then ->pfn_mkwrite) and at most three lock
+ * contentions (those two, and the write ->fault after a zap); the old
+ * code took about 18 faults and 16 contentions per round on debian-6.12.
+ */
+TEST_F_TIMEOUT(harden, mutual_fault_vs_owner_churn_progress, 240)
+{
+	struct abba_shared *sh = abba_shared_new(CHURN_ROUNDS, true);
+	struct fault_stats a, b;
+
+	ASSERT_NE(NULL, sh);
+	fault_stats_read(&a);
+	abba_run(_metadata, self, sh);
+	fault_stats_read(&b);
+	TH_LOG("rounds %d/%d, mmap cycles %lu/%lu, populate/discard %lu/%lu; faults %ld, fault_retries %ld, fault_seq_retries %ld, fault_owner_waits %ld, mkwrite_fast %ld",
+	       sh->rounds[0], sh->rounds[1], sh->cycles[0], sh->cycles[1],
+	       sh->holds[0], sh->holds[1], b.faults - a.faults,
+	       b.retries - a.retries, b.seq_retries - a.seq_retries,
+	       b.owner_waits - a.owner_waits,
+	       b.mkwrite_fast - a.mkwrite_fast);
+	ASSERT_LT(0, sh->cycles[0] + sh->cycles[1]);
+	ASSERT_LT(0, sh->holds[0] + sh->holds[1]);
+	ASSERT_LE(2L * 2 * CHURN_ROUNDS, b.faults - a.faults);
+	ASSERT_GE(4L * 2 * CHURN_ROUNDS, b.faults - a.faults);
+	ASSERT_GE(3L * 2 * CHURN_ROUNDS, b.retries - a.retries);
+	ASSERT_GE(2L * CHURN_ROUNDS, b.seq_retries - a.seq_retries);
 	ASSERT_COUNTERS_AT_BASE();
 	munmap(sh, sizeof(*sh));
 }
@@ -1782,6 +1896,8 @@ TEST_F(harden, stats_count_fault_seq_retries)
 {
 	ASSERT_LE(0, stat_read("fault_retries"));
 	ASSERT_LE(0, stat_read("fault_seq_retries"));
+	ASSERT_LE(0, stat_read("fault_owner_waits"));
+	ASSERT_LE(0, stat_read("mkwrite_fast"));
 }
 
 TEST_HARNESS_MAIN
