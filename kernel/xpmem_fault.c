@@ -9,8 +9,9 @@
  *
  * The fault handler mirrors the owner's page tables (the HMM pattern),
  * with the owner's mmap_lock held for reading throughout, so that the
- * owner's mmap, munmap, mprotect and mremap (which invalidate under the
- * lock taken for writing) cannot make a fault start over:
+ * owner's mmap, munmap, mprotect and mremap (which change VMAs under the
+ * lock taken for writing) cannot change the VMA a fault resolves in, nor
+ * invalidate its window:
  *   lock the owner's mmap_lock (see below), check the owner VMA
  *   register the fault's window on att->faults
  *   seq = mmu_interval_read_begin(); hmm_range_fault() over the window
@@ -40,13 +41,15 @@
  * wait while holding the attacher's lock (another fault, or a queued
  * writer behind which our own readers wait, would close an ABBA cycle): it
  * tries once, and if that fails drops the attacher's lock, takes both in
- * order, resolves the fault and returns VM_FAULT_RETRY; the retried access
- * finds its PTE.  ->pfn_mkwrite cannot drop the lock: it zaps the page and
+ * order, looks the attachment up again and resolves the fault (the core
+ * uses only the mm, never the VMA, once ->fault returns).  ->pfn_mkwrite
+ * cannot drop the lock: it zaps the page and
  * returns VM_FAULT_NOPAGE, so that the access comes back as a write
  * ->fault, which can.
  */
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/hash.h>
 #include <linux/hmm.h>
 #include <linux/jiffies.h>
 #include <linux/magic.h>
@@ -135,6 +138,12 @@ static void xpmem_zap_work(struct work_struct *work)
 	complete(&req->done);	/* req lives on the waiter's stack */
 }
 
+/*
+ * Tells invalidations the worker causes by its context, not by their
+ * range: right because the worker never reclaims (unmap_mapping_range()
+ * gathers pages with GFP_NOWAIT), so no unrelated invalidation can run in
+ * it.
+ */
 static bool xpmem_in_zap_worker(void)
 {
 	struct work_struct *work = current_work();
@@ -309,11 +318,15 @@ static int xpmem_fault_prepare_pt(struct vm_fault *vmf)
 }
 
 /*
- * The second of two mmap_locks, taken in address order (see the lock order
- * in xpmem_internal.h).  Return: 0, or -EINTR on a fatal signal.
+ * @mm's mmap_lock for reading while @held's is held: the second of two,
+ * which nest only in address order (see the lock order in
+ * xpmem_internal.h; lockdep sees one class and cannot check it).
+ * Return: 0, or -EINTR on a fatal signal.
  */
-static int xpmem_mmap_read_lock_second(struct mm_struct *mm)
+static int xpmem_mmap_read_lock_second(struct mm_struct *held,
+				       struct mm_struct *mm)
 {
+	WARN_ON_ONCE((unsigned long)held >= (unsigned long)mm);
 	return down_read_killable_nested(&mm->mmap_lock, SINGLE_DEPTH_NESTING);
 }
 
@@ -344,10 +357,16 @@ static void xpmem_fault_touch(unsigned long hmm_pfn, bool write)
  * A write ->fault found the owner's page at @oaddr writable: remember it
  * for the ->pfn_mkwrite that follows.  Under att->lock, window not stale.
  */
+static struct xpmem_wok *xpmem_wok_slot(struct xpmem_att *att,
+					unsigned long oaddr)
+{
+	return &att->wok[hash_long(oaddr >> PAGE_SHIFT, XPMEM_WOK_BITS)];
+}
+
 static void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
 			       unsigned long pfn)
 {
-	struct xpmem_wok *w = &att->wok[att->wok_next++ % XPMEM_WOK_SLOTS];
+	struct xpmem_wok *w = xpmem_wok_slot(att, oaddr);
 
 	w->oaddr = oaddr | XPMEM_WOK_VALID;
 	w->pfn = pfn;
@@ -361,19 +380,16 @@ static void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
 static bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf,
 				     struct xpmem_att *att, unsigned long oaddr)
 {
+	struct xpmem_wok *w = xpmem_wok_slot(att, oaddr);
 	unsigned long pfn = pte_pfn(vmf->orig_pte);
-	bool hit = false;
-	unsigned int i;
+	bool hit;
 
 	mutex_lock(&att->lock);
-	for (i = 0; i < XPMEM_WOK_SLOTS && !att->dead; i++) {
-		if (att->wok[i].oaddr == (oaddr | XPMEM_WOK_VALID) &&
-		    att->wok[i].pfn == pfn) {
-			att->wok[i].oaddr = 0;
-			xpmem_fault_touch(pfn, true);
-			hit = true;
-			break;
-		}
+	hit = !att->dead && w->oaddr == (oaddr | XPMEM_WOK_VALID) &&
+	      w->pfn == pfn;
+	if (hit) {
+		w->oaddr = 0;
+		xpmem_fault_touch(pfn, true);
 	}
 	mutex_unlock(&att->lock);
 	if (hit)
@@ -430,15 +446,17 @@ static vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf,
 	return 0;
 }
 
-/* Attacher window [*lo, *hi) around the fault, inside the owner VMA. */
+/*
+ * Attacher window [*lo, *hi) around the fault, at most @pages (a power of
+ * two) aligned to its size, inside the attacher and the owner VMA.
+ */
 static void xpmem_fault_window(struct vm_fault *vmf,
 			       struct vm_area_struct *ovma, unsigned long oaddr,
-			       bool mkwrite, unsigned long *lo,
+			       unsigned long pages, unsigned long *lo,
 			       unsigned long *hi)
 {
 	struct vm_area_struct *vma = vmf->vma;
-	unsigned long win = mkwrite ? PAGE_SIZE :
-			    xpmem_window_pages() << PAGE_SHIFT;
+	unsigned long win = pages << PAGE_SHIFT;
 	unsigned long addr = vmf->address;
 
 	/* distances from the faulting page, so nothing can wrap */
@@ -465,11 +483,11 @@ static unsigned long xpmem_fault_oaddr(struct vm_fault *vmf)
  * mmap_lock for reading (it is the attacher's own for an attachment of
  * the faulting process itself), so only invalidations that need no
  * mmap_lock for writing (madvise, reclaim, migration) can overlap it.
- * @pfns has room for xpmem_window_pages() entries.
+ * @pfns has room for @maxpages entries (a power of two, 1 for mkwrite).
  */
 static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 				      struct mm_struct *owner, bool mkwrite,
-				      unsigned long *pfns)
+				      unsigned long *pfns, unsigned long maxpages)
 {
 	struct xpmem_att *att = vmf->vma->vm_private_data;
 	unsigned long oaddr = xpmem_fault_oaddr(vmf);
@@ -490,7 +508,7 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	ovma = vma_lookup(owner, oaddr);
 	if (!ovma || !xpmem_vma_mirrorable(ovma))
 		return VM_FAULT_SIGBUS;
-	xpmem_fault_window(vmf, ovma, oaddr, mkwrite, &lo, &hi);
+	xpmem_fault_window(vmf, ovma, oaddr, maxpages, &lo, &hi);
 	npages = (hi - lo) >> PAGE_SHIFT;
 	fidx = (vmf->address - lo) >> PAGE_SHIFT;
 	range.start = oaddr - (fidx << PAGE_SHIFT);
@@ -592,7 +610,7 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 	if ((unsigned long)mm < (unsigned long)owner) {
 		/* in order: wait while holding the attacher's lock */
 		atomic_long_inc(&xpmem_stats.fault_owner_waits);
-		if (xpmem_mmap_read_lock_second(owner))
+		if (xpmem_mmap_read_lock_second(mm, owner))
 			return VM_FAULT_SIGBUS;		/* killed */
 		return 0;
 	}
@@ -622,28 +640,31 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 /*
  * The owner's mmap_lock comes first and is contended: drop the attacher's,
  * take the owner's, then the attacher's, and resolve the fault if the
- * attachment is still mapped at the address.  Returns VM_FAULT_RETRY with
- * the attacher's lock dropped; the retried access finds its PTE, or (an
- * error) the result left in att->failed_oaddr.
+ * attachment is still mapped at the address.
+ *
+ * Return: the result, with the attacher's lock held again (after ->fault
+ * returns, the core and the arch fault handlers use the mm, never the VMA,
+ * which may have changed meanwhile); or VM_FAULT_RETRY with it dropped if
+ * a fatal signal came or the address maps something else now.
  */
 static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 				       struct mm_struct *owner,
-				       unsigned long *pfns)
+				       unsigned long *pfns,
+				       unsigned long maxpages)
 {
 	struct mm_struct *mm = vmf->vma->vm_mm;
 	struct file *file = get_file(vmf->vma->vm_file);
-	struct xpmem_att *att = vmf->vma->vm_private_data;
 	unsigned long address = vmf->address;
+	vm_fault_t ret = VM_FAULT_RETRY;
 	struct vm_area_struct *vma;
-	vm_fault_t ret;
 
 	atomic_long_inc(&xpmem_stats.fault_owner_waits);
 	mmap_read_unlock(mm);
 	if (mmap_read_lock_killable(owner))
 		goto put_file;
-	if (xpmem_mmap_read_lock_second(mm))
+	if (xpmem_mmap_read_lock_second(owner, mm))
 		goto unlock_owner;
-	/* the file pins att; the VMA may have gone or changed meanwhile */
+	/* the file pins the attachment; the VMA may be another one now */
 	vma = vma_lookup(mm, address);
 	if (vma && vma->vm_file == file) {
 		struct vm_fault rvmf = {
@@ -655,40 +676,17 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 			.flags = vmf->flags,
 		};
 
-		ret = xpmem_fault_resolve(&rvmf, owner, false, pfns);
-		if (ret & VM_FAULT_ERROR) {
-			mutex_lock(&att->lock);
-			att->failed_oaddr = xpmem_fault_oaddr(&rvmf) |
-					    XPMEM_WOK_VALID;
-			att->failed_ret = ret & VM_FAULT_ERROR;
-			mutex_unlock(&att->lock);
-		}
+		ret = xpmem_fault_resolve(&rvmf, owner, false, pfns,
+					  maxpages);
+	} else {
+		mmap_read_unlock(mm);
 	}
-	mmap_read_unlock(mm);
 unlock_owner:
 	mmap_read_unlock(owner);
 put_file:
 	fput(file);
-	/* the arch code retries at once: schedule (PREEMPT_NONE) */
-	cond_resched();
-	return VM_FAULT_RETRY;
-}
-
-/*
- * A retried fault whose previous attempt was resolved out of order and
- * failed: return that failure once (the owner's range was unusable then).
- */
-static vm_fault_t xpmem_fault_take_failed(struct vm_fault *vmf)
-{
-	struct xpmem_att *att = vmf->vma->vm_private_data;
-	vm_fault_t ret = 0;
-
-	mutex_lock(&att->lock);
-	if (att->failed_oaddr == (xpmem_fault_oaddr(vmf) | XPMEM_WOK_VALID)) {
-		ret = att->failed_ret;
-		att->failed_oaddr = 0;
-	}
-	mutex_unlock(&att->lock);
+	if (ret & VM_FAULT_RETRY)
+		cond_resched();	/* the arch code retries at once */
 	return ret;
 }
 
@@ -715,17 +713,16 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	if (mkwrite && xpmem_fault_mkwrite_fast(vmf, att,
 						xpmem_fault_oaddr(vmf)))
 		return 0;
-	if (!mkwrite && (vmf->flags & FAULT_FLAG_TRIED)) {
-		ret = xpmem_fault_take_failed(vmf);
-		if (ret)
-			return ret;
-	}
 
 	maxpages = mkwrite ? 1 : xpmem_window_pages();
 	if (maxpages > ARRAY_SIZE(stack_pfns)) {
-		pfns = kmalloc_array(maxpages, sizeof(*pfns), GFP_KERNEL);
-		if (!pfns)
-			return VM_FAULT_OOM;
+		pfns = kmalloc_array(maxpages, sizeof(*pfns),
+				     GFP_KERNEL | __GFP_NOWARN);
+		if (!pfns) {
+			/* a smaller window does as well */
+			pfns = stack_pfns;
+			maxpages = ARRAY_SIZE(stack_pfns);
+		}
 	}
 	if (!mmget_not_zero(owner)) {
 		ret = VM_FAULT_SIGBUS;		/* the owner has exited */
@@ -733,13 +730,14 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	}
 
 	if (owner == vma->vm_mm) {
-		ret = xpmem_fault_resolve(vmf, owner, mkwrite, pfns);
+		ret = xpmem_fault_resolve(vmf, owner, mkwrite, pfns, maxpages);
 	} else {
 		ret = xpmem_fault_lock_owner(vmf, owner, mkwrite, &reverse);
 		if (reverse) {
-			ret = xpmem_fault_reversed(vmf, owner, pfns);
+			ret = xpmem_fault_reversed(vmf, owner, pfns, maxpages);
 		} else if (!ret) {
-			ret = xpmem_fault_resolve(vmf, owner, mkwrite, pfns);
+			ret = xpmem_fault_resolve(vmf, owner, mkwrite, pfns,
+						  maxpages);
 			mmap_read_unlock(owner);
 		}
 	}

@@ -70,6 +70,7 @@
 #ifndef _XPMEM_INTERNAL_H
 #define _XPMEM_INTERNAL_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -91,9 +92,11 @@ struct vm_area_struct;
 
 /*
  * Owner pages an attachment remembers as "writable, resolved by a write
- * fault" until an invalidation touches them (xpmem_fault.c).
+ * fault" until an invalidation touches them (xpmem_fault.c); a small table
+ * indexed by a hash of the owner address.
  */
-#define XPMEM_WOK_SLOTS		4
+#define XPMEM_WOK_BITS		4
+#define XPMEM_WOK_SLOTS		BIT(XPMEM_WOK_BITS)
 
 /* 2^10 buckets: plenty for the thousands of segments an MPI job creates. */
 #define XPMEM_ID_HASH_BITS	10
@@ -174,10 +177,6 @@ struct xpmem_att {
 		unsigned long oaddr;	/* owner address; 0: empty */
 		unsigned long pfn;
 	} wok[XPMEM_WOK_SLOTS];
-	unsigned int wok_next;
-	/* under lock: a fault resolved out of order failed (xpmem_fault.c) */
-	unsigned long failed_oaddr;
-	vm_fault_t failed_ret;
 };
 
 /*

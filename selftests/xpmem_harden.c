@@ -831,15 +831,17 @@ struct abba_info {
  * Thread 1 of the churn variant: each round drops the attachment's PTEs,
  * reads a word the peer set in one of its pages (a read ->fault), then
  * writes and reads back a word of this process's own (->pfn_mkwrite, or a
- * write ->fault).  No lockstep with the peer: faults as fast as they go.
- * Returns 0 or a failing step.
+ * write ->fault); every 8th round it also reads the peer's last page, which
+ * the peer made PROT_NONE, and must get SIGBUS (a failure found while the
+ * owner's lock is busy must be reported, not retried).  No lockstep with
+ * the peer: faults as fast as they go.  Returns 0 or a failing step.
  */
 static int churn_rounds(struct abba_shared *sh, int i, char *a, size_t len)
 {
 	int round;
 
 	for (round = 0; round < sh->target; round++) {
-		size_t p = (size_t)(round * 7 + i) % (len / PAGE);
+		size_t p = (size_t)(round * 7 + i) % (len / PAGE - 1);
 		volatile uint64_t *s = (uint64_t *)(a + p * PAGE +
 						    CHURN_SENTINEL);
 		volatile uint64_t *w = (uint64_t *)(a + p * PAGE) + 8 + i;
@@ -851,6 +853,8 @@ static int churn_rounds(struct abba_shared *sh, int i, char *a, size_t len)
 		*w = round;
 		if (*w != (uint64_t)round)
 			return 12;
+		if (round % 8 == 0 && probe(a + len - PAGE, 0, 0) != SIGBUS)
+			return 13;
 		__atomic_store_n(&sh->rounds[i], round + 1, __ATOMIC_RELEASE);
 	}
 	return 0;
@@ -886,6 +890,9 @@ static int abba_process(struct abba_shared *sh, int i, struct chan *ch)
 	for (p = 0; p < len; p += PAGE)
 		*(uint64_t *)(mine.buf + p + CHURN_SENTINEL) =
 			(uint64_t)i * 1000 + p / PAGE;
+	/* PROT_NONE rather than unmapped: no other mmap can land there */
+	if (sh->churn && mprotect(mine.buf + len - PAGE, PAGE, PROT_NONE))
+		return 1;
 	if (make_whole(fd, 0666, &mine.segid))
 		return 2;
 	if (send_msg(ch->to_parent[1], &mine, sizeof(mine)) ||
