@@ -151,33 +151,78 @@ static int attacher(xpmem_segid_t segid, int memfd, const char *owner_buf,
 	return 0;
 }
 
+#define BENCH_MAX_MIB		65536	/* 64 GiB */
+#define BENCH_MAX_REPEATS	1000
+
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"usage: %s [-s MiB] [-r repeats] [-m anon|alloc] [-h]\n"
+		"  -s MiB      attachment size, 1..%d (default 64)\n"
+		"  -r repeats  runs of each measurement, 1..%d (default 3)\n"
+		"  -m anon     owner memory is private anonymous (kernel backend)\n"
+		"  -m alloc    owner memory from xpmem_ext_alloc() (both backends)\n",
+		prog, BENCH_MAX_MIB, BENCH_MAX_REPEATS);
+}
+
+/* A decimal integer in [min, max], or -1 with a message. */
+static long parse_count(const char *opt, const char *arg, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < min || v > max) {
+		fprintf(stderr, "xpmem-bench: %s '%s': want an integer from %ld to %ld\n",
+			opt, arg, min, max);
+		return -1;
+	}
+	return v;
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = 64, len;
 	int repeats = 3, opt, rep, memfd, ph, pipefd[2];
 	const char *mem = NULL, *reason = "";
 	struct result sum = { { 0 } };
+	long v;
 
-	while ((opt = getopt(argc, argv, "s:r:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:r:m:h")) != -1) {
 		switch (opt) {
 		case 's':
-			mib = strtoul(optarg, NULL, 0);
+			v = parse_count("-s", optarg, 1, BENCH_MAX_MIB);
+			if (v < 0)
+				return 2;
+			mib = v;
 			break;
 		case 'r':
-			repeats = atoi(optarg);
+			v = parse_count("-r", optarg, 1, BENCH_MAX_REPEATS);
+			if (v < 0)
+				return 2;
+			repeats = v;
 			break;
 		case 'm':
 			mem = optarg;
+			if (strcmp(mem, "anon") && strcmp(mem, "alloc")) {
+				fprintf(stderr, "xpmem-bench: -m '%s': want anon or alloc\n",
+					mem);
+				return 2;
+			}
 			break;
+		case 'h':
+			usage(stdout, argv[0]);
+			return 0;
 		default:
-			fprintf(stderr, "usage: %s [-s MiB] [-r repeats] [-m anon|alloc]\n",
-				argv[0]);
+			usage(stderr, argv[0]);
 			return 2;
 		}
 	}
-	if (!mib || repeats < 1 ||
-	    (mem && strcmp(mem, "anon") && strcmp(mem, "alloc"))) {
-		fprintf(stderr, "xpmem-bench: bad arguments\n");
+	if (optind < argc) {
+		fprintf(stderr, "xpmem-bench: unexpected argument '%s'\n",
+			argv[optind]);
+		usage(stderr, argv[0]);
 		return 2;
 	}
 	len = mib << 20;

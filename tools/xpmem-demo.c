@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ static int attacher(int rfd)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const char *reason = NULL;
 	int backend, status, pfd[2], ok, version;
@@ -68,6 +69,21 @@ int main(void)
 	char *buf;
 	pid_t pid;
 
+	if (argc > 1) {
+		bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
+
+		if (!help)
+			fprintf(stderr, "xpmem-demo: unexpected argument '%s'\n",
+				argv[1]);
+		fprintf(help ? stdout : stderr,
+			"usage: %s\n"
+			"  An owner process exports a page, a child attaches it, reads the\n"
+			"  owner's message and writes a reply the owner then reads.\n"
+			"  XPMEM_BACKEND=kernel|shm|auto selects the backend.\n"
+			"  Exit status 0 when the reply came back, 1 otherwise.\n",
+			argv[0]);
+		return help ? 0 : 2;
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	backend = xpmem_ext_backend(&reason);
 	version = xpmem_version();	/* -1 (ENODEV) on the shm backend */
