@@ -60,8 +60,6 @@
 /* Start of the whole-address-space segments these tests make. */
 #define WHOLE_BASE		PAGE
 
-#define PARAM_DIR		"/sys/module/xpmem/parameters/"
-
 /* Module parameters limiting objects per open of /dev/xpmem (defect 6). */
 enum { LIM_SEGMENTS, LIM_PERMITS, LIM_ATTACHMENTS, NR_LIMITS };
 static const char *const limit_names[NR_LIMITS] = {
@@ -80,6 +78,18 @@ static int make_whole(int fd, int mode, xpmem_segid_t *segid)
 static off_t whole_off(const void *addr)
 {
 	return (off_t)((uintptr_t)addr - WHOLE_BASE);
+}
+
+/*
+ * ATTACH @len bytes of a whole-address-space segment's permit @apid at the
+ * segment offset of @src, anywhere; the address, or NULL.
+ */
+static char *attach_whole(int fd, xpmem_apid_t apid, const void *src,
+			  size_t len)
+{
+	void *va;
+
+	return xp_attach(fd, apid, whole_off(src), len, NULL, &va) ? NULL : va;
 }
 
 /* An inaccessible range to attach at with a fixed address. */
@@ -108,18 +118,7 @@ static char *map_memfd(size_t len)
 
 static long param_read(const char *name)
 {
-	char path[128], buf[32] = "";
-	long v = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	if (read(fd, buf, sizeof(buf) - 1) > 0)
-		v = strtol(buf, NULL, 10);
-	close(fd);
-	return v;
+	return sysfs_read_long(PARAM_DIR, name);
 }
 
 static int param_write(const char *name, long v)
@@ -448,7 +447,6 @@ TEST_F(harden, attachment_of_own_attachment_sigbus)
 	char *buf, *mbuf, *a1, *m1, *a2, *m2;
 	xpmem_segid_t segid;
 	xpmem_apid_t apid;
-	void *va;
 
 	buf = map_anon(len);
 	mbuf = map_memfd(len);
@@ -458,16 +456,14 @@ TEST_F(harden, attachment_of_own_attachment_sigbus)
 	memset(mbuf, 'm', len);
 	ASSERT_EQ(0, make_whole(self->fd, 0600, &segid));
 	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
-	ASSERT_EQ(0, xp_attach(self->fd, apid, whole_off(buf), len, NULL,
-			       &va));
-	a1 = va;
-	ASSERT_EQ(0, xp_attach(self->fd, apid, whole_off(mbuf), len, NULL,
-			       &va));
-	m1 = va;
-	ASSERT_EQ(0, xp_attach(self->fd, apid, whole_off(a1), len, NULL, &va));
-	a2 = va;
-	ASSERT_EQ(0, xp_attach(self->fd, apid, whole_off(m1), len, NULL, &va));
-	m2 = va;
+	a1 = attach_whole(self->fd, apid, buf, len);
+	ASSERT_NE(NULL, a1);
+	m1 = attach_whole(self->fd, apid, mbuf, len);
+	ASSERT_NE(NULL, m1);
+	a2 = attach_whole(self->fd, apid, a1, len);
+	ASSERT_NE(NULL, a2);
+	m2 = attach_whole(self->fd, apid, m1, len);
+	ASSERT_NE(NULL, m2);
 
 	/* sources not faulted in yet */
 	ASSERT_EQ(0, all_sigbus(a2, len));
@@ -556,12 +552,10 @@ TEST_F(harden, attachment_chain_across_processes_sigbus)
 	chan_parent(&ch);
 	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &pi, sizeof(pi)));
 	ASSERT_EQ(0, xp_get(self->fd, pi.segid, XPMEM_RDWR, &apid));
-	ASSERT_EQ(0, xp_attach(self->fd, apid, whole_off(pi.a1), len, NULL,
-			       &va));
-	z1 = va;
-	ASSERT_EQ(0, xp_attach(self->fd, apid, whole_off(pi.a2), len, NULL,
-			       &va));
-	z2 = va;
+	z1 = attach_whole(self->fd, apid, pi.a1, len);
+	ASSERT_NE(NULL, z1);
+	z2 = attach_whole(self->fd, apid, pi.a2, len);
+	ASSERT_NE(NULL, z2);
 	ASSERT_EQ(0, all_sigbus(z1, len));
 	ASSERT_EQ(0, all_sigbus(z2, len));
 	ASSERT_EQ(0, all_bytes(buf, len, 'n'));

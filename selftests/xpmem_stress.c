@@ -61,10 +61,10 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "xpmem_sysfs.h"
 #include "xpmem_uapi.h"
 
 #define PG		4096UL
-#define STATS_DIR	"/sys/class/misc/xpmem/stats/"
 /* Bound on the wait for deferred teardown to bring the counters back. */
 #define SETTLE_SECONDS	30
 
@@ -322,22 +322,6 @@ static int clean_errno(long e)
 static const char *const counter_names[3] = {
 	"segments", "permits", "attachments"
 };
-
-static long stat_read(const char *name)
-{
-	char path[128], buf[32] = "";
-	long v = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), STATS_DIR "%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (read(fd, buf, sizeof(buf) - 1) > 0)
-		v = strtol(buf, NULL, 10);
-	close(fd);
-	return v;
-}
 
 static void counters_read(long c[3])
 {
@@ -1149,12 +1133,43 @@ static void op_make(struct fz *f, int bad)
 	fz_publish_seg(f, &f->seg[si], c.permit_value);
 }
 
+/*
+ * REMOVE or RELEASE of @id (each command is one id, the same layout) with
+ * a random argument mode, checked against this worker's own table: @own
+ * finds the id among ours (index or -1), @gone records that it ended.
+ * Only our own live object may end, and with a good argument it must.
+ */
+static void fz_end_id(struct fz *f, unsigned long cmd, const char *what,
+		      int64_t id, int must_fail,
+		      int (*own)(struct fz *, int64_t),
+		      void (*gone)(struct fz *, int))
+{
+	int64_t c = id;
+	int am = fz_argmode(f), i;
+	long r;
+
+	_Static_assert(sizeof(struct xpmem_cmd_remove) == sizeof(c) &&
+		       sizeof(struct xpmem_cmd_release) == sizeof(c),
+		       "REMOVE and RELEASE take one 64-bit id");
+	if (am != ARG_OK && am != ARG_RO)
+		must_fail = 1;
+	r = xp_ioctl(f->fd, cmd, fz_arg(f, am, &c, sizeof(c)));
+	fz_check(f, r, must_fail, what);
+	i = own(f, id);
+	if (!r && i < 0)
+		fz_fail(f, "%s of id %" PRId64 " (not ours) succeeded", what,
+			id);
+	if (!r)
+		gone(f, i);
+	else if (i >= 0 && am == ARG_OK)
+		fz_fail(f, "%s of our own live object: %s", what, strerror(-r));
+}
+
 static void op_remove(struct fz *f)
 {
 	struct xpmem_cmd_remove c = { 0 };
 	struct fz_segslot e = { 0 };
-	int must_fail = 0, am, si;
-	long r;
+	int must_fail = 0, si;
 
 	switch (rnd(&f->r, 10)) {
 	case 0: case 1: case 2: case 3: case 4:
@@ -1179,19 +1194,8 @@ static void op_remove(struct fz *f)
 		must_fail = 1;
 		break;
 	}
-	am = fz_argmode(f);
-	if (am != ARG_OK && am != ARG_RO)
-		must_fail = 1;
-	r = xp_ioctl(f->fd, XPMEM_CMD_REMOVE, fz_arg(f, am, &c, sizeof(c)));
-	fz_check(f, r, must_fail, "REMOVE");
-	si = fz_own_seg(f, c.segid);
-	if (!r && si < 0)
-		fz_fail(f, "REMOVE of segid %" PRId64 " (not ours) succeeded",
-			(int64_t)c.segid);
-	if (!r)
-		fz_seg_removed(f, si);
-	else if (si >= 0 && am == ARG_OK)
-		fz_fail(f, "REMOVE of own live segment: %s", strerror(-r));
+	fz_end_id(f, XPMEM_CMD_REMOVE, "REMOVE", c.segid, must_fail,
+		  fz_own_seg, fz_seg_removed);
 }
 
 /* Would SysV-style permission checks refuse @flags on segment @e? */
@@ -1299,9 +1303,8 @@ static void op_release(struct fz *f)
 {
 	struct xpmem_cmd_release c = { 0 };
 	struct fz_apidslot e;
-	int must_fail = 1, am, pi;
+	int must_fail = 1, pi;
 	unsigned long v = rnd(&f->r, 20);
-	long r;
 
 	if (v < 11) {
 		pi = FZ_PICK(f, f->perm);
@@ -1324,19 +1327,8 @@ static void op_release(struct fz *f)
 	} else {
 		c.apid = -(int64_t)rnd(&f->r, 3);
 	}
-	am = fz_argmode(f);
-	if (am != ARG_OK && am != ARG_RO)
-		must_fail = 1;
-	r = xp_ioctl(f->fd, XPMEM_CMD_RELEASE, fz_arg(f, am, &c, sizeof(c)));
-	fz_check(f, r, must_fail, "RELEASE");
-	pi = fz_own_perm(f, c.apid);
-	if (!r && pi < 0)
-		fz_fail(f, "RELEASE of apid %" PRId64 " (not ours) succeeded",
-			(int64_t)c.apid);
-	if (!r)
-		fz_perm_released(f, pi);
-	else if (pi >= 0 && am == ARG_OK)
-		fz_fail(f, "RELEASE of own permit: %s", strerror(-r));
+	fz_end_id(f, XPMEM_CMD_RELEASE, "RELEASE", c.apid, must_fail,
+		  fz_own_perm, fz_perm_released);
 }
 
 /* A fixed attach address inside the arena, often over something. */

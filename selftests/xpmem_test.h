@@ -27,10 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "xpmem_sysfs.h"
 #include "xpmem_uapi.h"
 
 #define PAGE		4096UL
-#define STATS_DIR	"/sys/class/misc/xpmem/stats/"
 
 /* ---- raw ioctl wrappers: 0 or -errno ------------------------------------ */
 
@@ -105,23 +105,6 @@ static inline int xp_remove(int fd, xpmem_segid_t segid)
 }
 
 /* ---- helpers ------------------------------------------------------------ */
-
-/* A counter from STATS_DIR, or -1 if it does not exist. */
-static inline long stat_read(const char *name)
-{
-	char path[128], buf[32] = "";
-	long v = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), STATS_DIR "%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	if (read(fd, buf, sizeof(buf) - 1) > 0)
-		v = strtol(buf, NULL, 10);
-	close(fd);
-	return v;
-}
 
 static sigjmp_buf probe_env;
 

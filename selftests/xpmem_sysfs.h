@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * xpmem_sysfs.h - reading the module's counters and parameters, for every
+ * xpmem_* selftest (xpmem_test.h includes it; xpmem_stress.c, which has
+ * its own ioctl wrappers, includes it alone).
+ */
+#ifndef XPMEM_SYSFS_H
+#define XPMEM_SYSFS_H
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define STATS_DIR	"/sys/class/misc/xpmem/stats/"
+#define PARAM_DIR	"/sys/module/xpmem/parameters/"
+
+/* The number in the file @dir@name, or -1 if it cannot be read. */
+static inline long sysfs_read_long(const char *dir, const char *name)
+{
+	char path[128], buf[32] = "";
+	long v = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (read(fd, buf, sizeof(buf) - 1) > 0)
+		v = strtol(buf, NULL, 10);
+	close(fd);
+	return v;
+}
+
+/* A counter from STATS_DIR, or -1 if it does not exist. */
+static inline long stat_read(const char *name)
+{
+	return sysfs_read_long(STATS_DIR, name);
+}
+
+#endif /* XPMEM_SYSFS_H */
