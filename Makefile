@@ -3,18 +3,29 @@
 # Top-level build of xpmem: kernel module, libxpmem, tools, selftests, and the
 # QEMU test runner.  `make help` lists the targets.  Everything is written
 # under $(B) (default build/); the source tree is never modified.
+#
+# Building and installing (`make`, `make lib`, `make install`) needs only a C
+# compiler and, for the module, the target kernel's headers; it never runs
+# apt.  The test targets (tests, check, demo, bench, host-tests, ...) first
+# run `selftests/vm/deps.sh test`, which installs what the QEMU rig needs
+# (XPMEM_SKIP_DEPS=1 skips that).
 
 # ---------------------------------------------------------------- config ----
 
 SHELL      := /bin/bash
 B          ?= build
-VERSION    ?= 0.1.0
+# The one place the version is written is dkms.conf (Kbuild reads it too).
+VERSION    := $(shell sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$$/\1/p' dkms.conf)
 LIB_MAJOR  := 0
 LIB_MINOR  ?= 1
 PREFIX     ?= /usr/local
+# Multiarch: LIBDIR=$(PREFIX)/lib/$$(gcc -print-multiarch) (as debian/rules does).
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+DKMSDIR    ?= /usr/src
 DESTDIR    ?=
 
 # Kernel build dir for `make module`: default is the newest installed one.
@@ -22,26 +33,21 @@ KDIR       ?= $(shell ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n
 KERNELS    ?= debian-6.1 debian-6.12 debug-6.12
 LINUX_SRC_TAR ?= /usr/src/linux-source-6.12.tar.xz
 
+# Standard variables are honoured: CC, CPPFLAGS, CFLAGS, LDFLAGS (e.g.
+# Debian's hardening flags).  WERROR=0 drops -Werror (for packagers on
+# compilers newer than ours).
 CC         ?= cc
 CFLAGS     ?= -O2 -g
+CPPFLAGS   ?=
+LDFLAGS    ?=
+WERROR     ?= 1
 # -D_GNU_SOURCE= defines it empty, so a source file that itself says
 # `#define _GNU_SOURCE` (the kselftest convention) does not warn.
-XCFLAGS    := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE= -Iinclude -Ilib
+XCFLAGS    := -std=gnu11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) \
+	      -D_GNU_SOURCE= -DXPMEM_PKG_VERSION='"$(VERSION)"' -Iinclude -Ilib
 LIB_LIBS   ?= -lpthread
 TEST_LIBS  ?= -luring -lpthread
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
-
-# Dependencies: selftests/vm/deps.sh installs missing Debian packages when run as
-# root, else prints the apt-get line and fails.  Checked once per top-level
-# make invocation (not for clean/help); XPMEM_SKIP_DEPS=1 skips it.
-ifneq ($(filter-out clean distclean help,$(or $(MAKECMDGOALS),all)),)
-ifeq ($(XPMEM_SKIP_DEPS)$(XPMEM_DEPS_CHECKED),)
-ifneq ($(shell selftests/vm/deps.sh >&2 && echo ok),ok)
-$(error missing dependencies (see above); run selftests/vm/deps.sh as root)
-endif
-export XPMEM_DEPS_CHECKED := 1
-endif
-endif
 
 # ---------------------------------------------------------------- sources ----
 
@@ -72,29 +78,45 @@ endif
 
 .DEFAULT_GOAL := all
 FORCE:
-.PHONY: FORCE all userspace lib tests tools module modules host-tests check demo bench \
-	deps sparse checkpatch w1 install uninstall clean distclean help debug-kernel
+.PHONY: FORCE all userspace lib tests tools module modules host-build host-tests check \
+	demo bench deps deps-test sparse checkpatch w1 install install-lib install-tools \
+	install-man install-module-conf install-dkms-src dkms-src dist uninstall clean \
+	distclean help debug-kernel man-check
 .DELETE_ON_ERROR:
 # Never delete these as make intermediates.
 .SECONDARY: $(KSFT) $(LIB_OBJS) $(HLIB_OBJS)
 
-all: userspace module
+# What users and packagers build: no test rig, no apt.
+all: lib tools module
 
-userspace: lib tools tests host-build
+userspace: lib tools
 
 help:
-	@echo "make               build module (KDIR=...), library, tools, selftests"
+	@echo "make               library, tools and xpmem.ko (KDIR=...; needs the kernel's headers)"
+	@echo "make lib tools     only the library (+ .pc files) and the tools"
+	@echo "make install       PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) DESTDIR=$(DESTDIR): library, headers,"
+	@echo "                   .pc files, tools, man pages (install-lib, -tools, -man separately)"
+	@echo "make install-dkms-src   module sources + dkms.conf to DESTDIR$(DKMSDIR)/xpmem-$(VERSION)"
+	@echo "make install-module-conf  $(SYSCONFDIR)/modules-load.d/xpmem.conf (commented out)"
+	@echo "make dkms-src | dist    $(B)/xpmem-$(VERSION)/ (module sources) | $(B)/xpmem-$(VERSION).tar.xz"
 	@echo "make check         host tests + QEMU runs on KERNELS='$(KERNELS)' [SUITES=words]"
 	@echo "make demo          boot debian-6.1 and run the owner/attacher demo"
 	@echo "make bench         xpmem-bench in the first of KERNELS (BENCH_ARGS=...)"
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
-	@echo "make install       PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 	@echo "make debug-kernel  build/refresh the cached debug-6.12 kernel"
 	@echo "selftests/vm/run.sh KERNEL [SUITE-FILTER]   one kernel, some suites"
+	@echo "Variables: CC CPPFLAGS CFLAGS LDFLAGS WERROR=0 PREFIX LIBDIR MANDIR DESTDIR"
 
+# Dependencies.  deps-test is an order-only prerequisite of everything that
+# needs the test rig (kselftest header, QEMU, kernel images, sparse): it runs
+# once per make invocation and installs what is missing when run as root
+# (else prints the apt-get line and fails).
 deps:
-	@selftests/vm/deps.sh
+	@selftests/vm/deps.sh all
+
+deps-test:
+	@[ -n "$(XPMEM_SKIP_DEPS)" ] || selftests/vm/deps.sh test
 
 # ---------------------------------------------------------------- module ----
 # Built in a private copy under $(B)/mod/<kernel release> (kernel/build-module.sh)
@@ -107,7 +129,9 @@ module modules:
 	@if [ -z "$(wildcard kernel/*.c)" ]; then \
 		echo "module: kernel/ has no sources yet, skipping xpmem.ko"; \
 	elif [ -z "$(KDIR)" ]; then \
-		echo "module: no kernel build dir found; run selftests/vm/deps.sh or pass KDIR=" >&2; exit 1; \
+		echo "module: no kernel headers found in /lib/modules/*/build." >&2; \
+		echo "  Install them (apt-get install linux-headers-$$(uname -r)) or pass KDIR=;" >&2; \
+		echo "  'make lib tools' builds everything but the module." >&2; exit 1; \
 	else \
 		kernel/build-module.sh "$(KDIR)" "$(MOD_OUT)" $(KBUILD_ARGS) && \
 		cp -p "$(MOD_OUT)/xpmem.ko" $(B)/xpmem.ko && \
@@ -116,7 +140,7 @@ module modules:
 
 # W=1 and sparse builds start from scratch (so every file is compiled and
 # checked) and fail on any warning in the output.
-w1 sparse:
+w1 sparse: | deps-test
 	@rm -rf $(B)/mod/$@ && mkdir -p $(B)/mod
 	@set -o pipefail; kernel/build-module.sh "$(KDIR)" "$(B)/mod/$@" \
 		$(if $(filter sparse,$@),C=2 CHECK=sparse,W=1) 2>&1 | tee $(B)/mod/$@.log
@@ -125,6 +149,7 @@ w1 sparse:
 	@echo "$@: clean"
 
 CHECKPATCH_DIR := $(B)/checkpatch
+$(CHECKPATCH_DIR)/checkpatch.pl: | deps-test
 $(CHECKPATCH_DIR)/checkpatch.pl: $(LINUX_SRC_TAR)
 	@mkdir -p $(CHECKPATCH_DIR)
 	tar -C $(CHECKPATCH_DIR) --strip-components=1 -xf $(LINUX_SRC_TAR) \
@@ -139,12 +164,13 @@ checkpatch: $(CHECKPATCH_DIR)/checkpatch.pl
 	if [ -z "$$files" ]; then echo "checkpatch: nothing to check"; exit 0; fi; \
 	$(CHECKPATCH_DIR)/checkpatch.pl --strict --no-tree --show-types --terse -f $$files
 
-debug-kernel:
+debug-kernel: | deps-test
 	selftests/vm/build-debug-kernel.sh $(B)/debug-6.12
 
 # ---------------------------------------------------------------- kselftest --
 
 # Both headers in one pass over the (large) tarball.
+$(LINUX_SRC_TAR): | deps-test
 $(KSFT) &: $(LINUX_SRC_TAR)
 	@mkdir -p $(B)/ksft
 	tar -C $(B)/ksft --strip-components=4 -xf $(LINUX_SRC_TAR) \
@@ -158,10 +184,10 @@ lib: $(LIB_TARGETS)
 
 $(B)/lib/obj/%.o: lib/%.c
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
 
 $(LIB_REAL): $(LIB_OBJS) $(LIB_MAP)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
 		$(LIB_VSCRIPT) -Wl,-z,defs \
 		-o $@ $(LIB_OBJS) $(LIB_LIBS)
 
@@ -173,7 +199,10 @@ $(LIB_A): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 # The .pc files depend on the values substituted into them, so that
-# `make install PREFIX=/usr` after a plain `make` regenerates them.
+# `make install PREFIX=/usr` after a plain `make` regenerates them.  Paths
+# under PREFIX are written relative to ${prefix}, so the files stay right
+# when the tree is moved (pkg-config --define-prefix).
+pc_rel = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 PC_VARS := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)|$(VERSION)
 $(B)/lib/pkgconfig/.vars: FORCE
 	@mkdir -p $(@D)
@@ -181,8 +210,8 @@ $(B)/lib/pkgconfig/.vars: FORCE
 
 $(B)/lib/pkgconfig/%.pc: lib/%.pc.in $(B)/lib/pkgconfig/.vars
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|g' \
+	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # ---------------------------------------------------------------- selftests --
 # One .c = one statically linked binary (runs in a bare initramfs).
@@ -191,15 +220,18 @@ tests: $(TESTS)
 
 $(B)/selftests/%: selftests/%.c $(KSFT) $(LIB_TARGETS)
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CFLAGS) -MMD -MP -MF $(@D)/.$*.d -static \
+	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CPPFLAGS) $(CFLAGS) -MMD -MP -MF $(@D)/.$*.d -static \
 		-o $@ $< $(if $(LIB_SRCS),$(LIB_A)) $(TEST_LIBS)
 
+# The tools are what users run: linked against the shared library, like
+# any program built against the installed one (the VM rig copies the
+# libraries they need into its initramfs).
 tools: $(TOOLS)
 
 $(B)/tools/%: tools/%.c $(LIB_TARGETS)
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) $(CFLAGS) -MMD -MP -MF $(@D)/.$*.d -static \
-		-o $@ $< $(if $(LIB_SRCS),$(LIB_A)) $(TEST_LIBS)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $(@D)/.$*.d \
+		-o $@ $< -L$(B)/lib -lxpmem $(LIB_LIBS)
 
 # ---------------------------------------------------------------- host tests -
 # lib_* and host_* suites, dynamically linked, ASan+UBSan, library objects
@@ -209,53 +241,91 @@ host-build: $(HOST_TESTS)
 
 $(B)/host/lib/%.o: lib/%.c
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) $(CFLAGS) $(SAN_FLAGS) -fPIC -MMD -MP -c -o $@ $<
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -fPIC -MMD -MP -c -o $@ $<
 
 $(B)/host/selftests/%: selftests/%.c $(KSFT) $(HLIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CFLAGS) $(SAN_FLAGS) -MMD -MP -MF $(@D)/.$*.d \
+	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -MF $(@D)/.$*.d \
 		-o $@ $< $(HLIB_OBJS) $(TEST_LIBS)
 
-host-tests: $(LIB_TARGETS) $(HOST_TESTS)
+host-tests: $(LIB_TARGETS) $(HOST_TESTS) | deps-test
 	@selftests/vm/run-host-tests.sh $(B)/host $(HOST_TESTS)
 
 # ---------------------------------------------------------------- QEMU -------
 
 # SUITES="xpmem_core lib_abi" restricts the VM suites (names containing a word).
-check: userspace
+check: lib tools tests host-build | deps-test
 	@SUITES="$(SUITES)" selftests/vm/check.sh $(KERNELS)
 
-demo: userspace
+demo: lib tools tests | deps-test
 	@selftests/vm/run.sh --demo debian-6.1
 
 # First-touch and copy costs, side by side in one VM run (ratios only).
-bench: userspace
+bench: lib tools tests | deps-test
 	@selftests/vm/run.sh --bench $(firstword $(KERNELS))
 
 # ---------------------------------------------------------------- install ----
 
-install: lib tools
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR)
-	@if [ -n "$(LIB_SRCS)" ]; then \
-		set -e; \
-		install -m 0755 $(LIB_REAL) $(DESTDIR)$(LIBDIR)/; \
-		ln -sf $(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME); \
-		ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libxpmem.so; \
-		install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/; \
-	fi
-	@for h in $(wildcard include/xpmem.h include/xpmem_uapi.h); do \
-		install -m 0644 $$h $(DESTDIR)$(INCLUDEDIR)/ || exit 1; done
-	@if [ -n "$(PC_FILES)" ]; then \
-		install -d $(DESTDIR)$(LIBDIR)/pkgconfig && \
-		install -m 0644 $(PC_FILES) $(DESTDIR)$(LIBDIR)/pkgconfig/; fi
-	@for t in $(TOOLS); do install -m 0755 $$t $(DESTDIR)$(BINDIR)/ || exit 1; done
+MAN_PAGES := $(wildcard man/*.[0-9])
+
+install: install-lib install-tools install-man
+
+install-lib: lib
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 0644 $(LIB_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libxpmem.so
+	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 include/xpmem.h include/xpmem_uapi.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0644 $(PC_FILES) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig || true; \
+	else echo "install-lib: run ldconfig (as root) if $(LIBDIR) is in the loader's path"; fi
+
+install-tools: tools
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+
+# Section 1 pages for the tools, 3 for the library, 7 for the overview;
+# a page whose body is one `.so` line is a link.
+install-man:
+	@set -e; for m in $(MAN_PAGES); do \
+		sec=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$sec; \
+		install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$sec/; done
+
+install-module-conf:
+	install -d $(DESTDIR)$(SYSCONFDIR)/modules-load.d
+	install -m 0644 kernel/xpmem.modules-load.conf $(DESTDIR)$(SYSCONFDIR)/modules-load.d/xpmem.conf
+
+# The module's sources as DKMS wants them: Kbuild, dkms.conf, kernel/ and
+# the uapi header, nothing else (no build tree, no tests).
+DKMS_FILES := Kbuild dkms.conf kernel/build-module.sh $(wildcard kernel/*.c kernel/*.h) \
+	include/xpmem_uapi.h
+
+dkms-src:
+	@rm -rf $(B)/xpmem-$(VERSION) && mkdir -p $(B)/xpmem-$(VERSION)
+	cp --parents -p $(DKMS_FILES) $(B)/xpmem-$(VERSION)/
+	@echo "dkms-src: $(B)/xpmem-$(VERSION) (cp -r it to $(DKMSDIR)/, then dkms install xpmem/$(VERSION))"
+
+install-dkms-src:
+	install -d $(DESTDIR)$(DKMSDIR)/xpmem-$(VERSION)
+	cp --parents -p $(DKMS_FILES) $(DESTDIR)$(DKMSDIR)/xpmem-$(VERSION)/
+
+# A release tarball of what git tracks (needs a git checkout).
+dist:
+	@mkdir -p $(B)
+	git archive --format=tar --prefix=xpmem-$(VERSION)/ HEAD | xz -9 > $(B)/xpmem-$(VERSION).tar.xz
+	@echo "dist: $(B)/xpmem-$(VERSION).tar.xz"
+
+man-check:
+	@sh man/check.sh
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
 		$(DESTDIR)$(LIBDIR)/libxpmem.so $(DESTDIR)$(LIBDIR)/libxpmem.a \
 		$(DESTDIR)$(INCLUDEDIR)/xpmem.h $(DESTDIR)$(INCLUDEDIR)/xpmem_uapi.h \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/xpmem.pc $(DESTDIR)$(LIBDIR)/pkgconfig/cray-xpmem.pc \
-		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS)))
+		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS))) \
+		$(foreach m,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 
 # ---------------------------------------------------------------- clean ------
 # `clean` keeps the cached debug kernel (minutes to rebuild); `distclean`

@@ -3,7 +3,7 @@
 #
 # Usage: kernel/build-module.sh KDIR OUTDIR [extra kbuild args, e.g. W=1 C=2]
 #
-# Copies Kbuild, kernel/ and include/ into OUTDIR (only files whose content
+# Copies Kbuild, dkms.conf (the version), kernel/ and include/ into OUTDIR (only files whose content
 # changed, so Kbuild's incremental build works; files deleted from the repo
 # are deleted from the copy) and runs `make -C KDIR M=OUTDIR modules`.
 # Builds for different kernels therefore never clobber each other, and
@@ -21,7 +21,7 @@ if ! ls "$top"/kernel/*.c >/dev/null 2>&1; then
 	echo "build-module: kernel/ has no *.c yet; no module to build" >&2
 	exit 2
 fi
-[ -f "$kdir/Makefile" ] || { echo "build-module: $kdir is not a kernel build dir (install its headers: selftests/vm/deps.sh)" >&2; exit 1; }
+[ -f "$kdir/Makefile" ] || { echo "build-module: $kdir is not a kernel build dir (install its headers: apt-get install linux-headers-<version>)" >&2; exit 1; }
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -43,7 +43,9 @@ sync_tree() {
 
 sync_tree "$top/kernel" "$out/kernel"
 sync_tree "$top/include" "$out/include"
-cmp -s "$top/Kbuild" "$out/Kbuild" || cp "$top/Kbuild" "$out/Kbuild"
+for f in Kbuild dkms.conf; do
+	cmp -s "$top/$f" "$out/$f" || cp "$top/$f" "$out/$f"
+done
 
 make -C "$kdir" M="$out" "$@" modules
 [ -f "$out/xpmem.ko" ] || { echo "build-module: no xpmem.ko produced in $out" >&2; exit 1; }

@@ -237,3 +237,4 @@ module_exit(xpmem_exit);
 
 MODULE_DESCRIPTION("Cross-process memory attach (XPMEM) mirroring the owner's page tables");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(XPMEM_MODULE_VERSION);

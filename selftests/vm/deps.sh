@@ -1,21 +1,37 @@
 #!/bin/sh
-# Install every Debian package the build and the tests need.
+# Install the Debian packages a build or the tests need.
 #
 # Run as root on Debian: runs `apt-get update` once, then `apt-get install -y`.
 # Otherwise: prints the exact install line and exits non-zero.
 #
-# Usage: selftests/vm/deps.sh [--check]
+# Usage: selftests/vm/deps.sh [build|test|all] [--check]
+#   build     what `make` and `make install` need: a compiler and the
+#             headers of the running kernel (for the module)
+#   test      (default; also `all`) everything the test rig needs on top:
+#             QEMU, busybox, the two Debian kernels it boots and their
+#             headers, linux-source-6.12 (kselftest header, checkpatch, the
+#             debug kernel), sparse, liburing-dev, packaging tools
 #   --check   only report what is missing (exit 1 if anything is)
 set -eu
 
-BASE_PKGS="build-essential make gcc libc6-dev pkg-config kmod cpio xz-utils \
+BUILD_PKGS="build-essential make gcc libc6-dev pkg-config kmod"
+TEST_PKGS="$BUILD_PKGS cpio xz-utils \
 gzip util-linux perl busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
 libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
-linux-source-6.12"
+linux-source-6.12 man-db groff-base debhelper dh-dkms lintian fakeroot dpkg-dev"
+
+mode=test
+check_only=0
+for a in "$@"; do
+	case $a in
+	build|test) mode=$a ;;
+	all) mode=test ;;
+	--check) check_only=1 ;;
+	*) echo "usage: $0 [build|test|all] [--check]" >&2; exit 2 ;;
+	esac
+done
 
 stamp_dir=${XPMEM_DEPS_STAMP_DIR:-/var/tmp}
-check_only=0
-[ "${1:-}" = "--check" ] && check_only=1
 
 # Newest 6.12 flavour for which both an unsigned image and headers exist.
 pick_612() {
@@ -39,16 +55,28 @@ have_612() {
 		ls /boot/vmlinuz-6.12.*-amd64 >/dev/null 2>&1
 }
 
-need=$(missing $BASE_PKGS)
-need612=""
-have_612 || need612=yes
+if [ "$mode" = build ]; then
+	# The module is built for the running kernel unless KDIR says otherwise.
+	hdr="linux-headers-$(uname -r)"
+	if ! apt-cache show "$hdr" >/dev/null 2>&1; then
+		echo "xpmem: $hdr is not in the package archive; for another kernel" \
+			"install its headers and pass KDIR=/lib/modules/<version>/build" >&2
+		hdr=""
+	fi
+	need=$(missing $BUILD_PKGS $hdr | tr "\n" " ")
+	need612=""
+else
+	need=$(missing $TEST_PKGS | tr "\n" " ")
+	need612=""
+	have_612 || need612=yes
+fi
 
 if [ -z "$need" ] && [ -z "$need612" ]; then
 	exit 0
 fi
 
 if [ "$check_only" = 1 ] || [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-	echo "xpmem: missing build/test dependencies. Install them with:" >&2
+	echo "xpmem: missing $mode dependencies. Install them with:" >&2
 	echo "  apt-get update && apt-get install -y $need${need612:+ linux-image-6.12.<N>+deb12-amd64-unsigned linux-headers-6.12.<N>+deb12-amd64}" >&2
 	exit 1
 fi
