@@ -89,7 +89,8 @@ FORCE:
 # What users and packagers build: no test rig, no apt.
 all: lib tools module
 
-userspace: lib tools
+# Everything the test rig runs (selftests/vm/run.sh builds this).
+userspace: lib tools tests host-build
 
 help:
 	@echo "make               library, tools and xpmem.ko (KDIR=...; needs the kernel's headers)"
@@ -254,7 +255,7 @@ host-tests: $(LIB_TARGETS) $(HOST_TESTS) | deps-test
 # ---------------------------------------------------------------- QEMU -------
 
 # SUITES="xpmem_core lib_abi" restricts the VM suites (names containing a word).
-check: lib tools tests host-build | deps-test
+check: userspace | deps-test
 	@SUITES="$(SUITES)" selftests/vm/check.sh $(KERNELS)
 
 demo: lib tools tests | deps-test

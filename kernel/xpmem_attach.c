@@ -53,12 +53,16 @@ static void xpmem_att_unlink(struct xpmem_att *att)
 	struct xpmem_seg *seg = att->seg;
 
 	mutex_lock(&permit->lock);
-	if (!list_empty(&att->permit_node))
+	if (!list_empty(&att->permit_node)) {
 		list_del_init(&att->permit_node);
+		atomic_dec(&permit->nr_atts);
+	}
 	mutex_unlock(&permit->lock);
 	mutex_lock(&seg->att_lock);
-	if (!list_empty(&att->seg_node))
+	if (!list_empty(&att->seg_node)) {
 		list_del_init(&att->seg_node);
+		atomic_dec(&seg->nr_atts);
+	}
 	mutex_unlock(&seg->att_lock);
 }
 
@@ -158,19 +162,23 @@ static int xpmem_att_link(struct xpmem_att *att)
 	int ret = 0;
 
 	mutex_lock(&permit->lock);
-	if (permit->released)
+	if (permit->released) {
 		ret = -ENOENT;
-	else
+	} else {
 		list_add(&att->permit_node, &permit->atts);
+		atomic_inc(&permit->nr_atts);
+	}
 	mutex_unlock(&permit->lock);
 	if (ret)
 		return ret;
 
 	mutex_lock(&seg->att_lock);
-	if (seg->removed)
+	if (seg->removed) {
 		ret = -ENOENT;
-	else
+	} else {
 		list_add(&att->seg_node, &seg->atts);
+		atomic_inc(&seg->nr_atts);
+	}
 	mutex_unlock(&seg->att_lock);
 	return ret;
 }

@@ -48,7 +48,12 @@
  *       att->lock                the notifier lock; PTE insertion runs
  *                                under it, with the owner's mmap_lock held
  *         page table lock
+ *   xpmem_proc_lock              /proc/xpmem/<tgid> entries (xpmem_proc.c)
+ *     xpmem_proc_ctx_lock        their ctx lists; a show takes it, then
+ *                                xpmem_obj_lock
  *   xpmem_obj_lock               ctx lists, seg->ctx, permit->ctx
+ *     permit->lock               /proc/xpmem/<tgid> lists a permit's
+ *                                attachments (nothing else nests them)
  *   seg->att_lock                the segment's attachment list (mutex;
  *                                REMOVE zaps under it)
  *     att->lock
@@ -121,6 +126,7 @@ struct xpmem_ctx {
 	atomic_t nr_segs;		/* on segs (limit: max_segments) */
 	atomic_t nr_permits;		/* on permits (limit: max_permits) */
 	atomic_t nr_atts;		/* alive (limit: max_attachments) */
+	struct list_head proc_node;	/* xpmem_proc_tg.ctxs (proc_ctx_lock) */
 };
 
 struct xpmem_seg {
@@ -138,6 +144,7 @@ struct xpmem_seg {
 	struct ipc_namespace *ipc_ns;	/* referenced; scope of the segid */
 	struct mutex att_lock;		/* protects atts and removed */
 	struct list_head atts;		/* xpmem_att.seg_node, all permits */
+	atomic_t nr_atts;		/* on atts (for /proc/xpmem) */
 	bool removed;			/* no new attachments or PTEs */
 };
 
@@ -151,6 +158,7 @@ struct xpmem_permit {
 	bool writable;
 	struct mutex lock;		/* protects atts and released */
 	struct list_head atts;		/* xpmem_att.permit_node */
+	atomic_t nr_atts;		/* on atts (for /proc/xpmem) */
 	bool released;
 };
 
@@ -200,12 +208,6 @@ struct xpmem_stats {
 
 extern struct xpmem_stats xpmem_stats;
 extern const struct attribute_group *xpmem_attr_groups[];
-
-/* xpmem_proc.c: the classic /proc/xpmem files */
-int xpmem_proc_init(void);
-void xpmem_proc_exit(void);
-void xpmem_proc_open(void);
-void xpmem_proc_close(pid_t tgid);
 
 /* xpmem_ctx.c: device contexts and per-context limits */
 extern struct mutex xpmem_obj_lock;
@@ -258,6 +260,15 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd);
 int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
 void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);
 void xpmem_seg_end(struct xpmem_seg *seg);
+
+/*
+ * xpmem_proc.c: the classic /proc/xpmem files, and the objects of each
+ * thread group in its own file (reads the structures above; calls nothing)
+ */
+int xpmem_proc_init(void);
+void xpmem_proc_exit(void);
+void xpmem_proc_open(struct xpmem_ctx *ctx);
+void xpmem_proc_close(struct xpmem_ctx *ctx);
 
 /* xpmem_main.c: the device, ioctl dispatch (calls everything above) */
 

@@ -27,7 +27,7 @@ static int xpmem_open(struct inode *inode, struct file *file)
 	if (!ctx)
 		return -ENOMEM;
 	file->private_data = ctx;
-	xpmem_proc_open();
+	xpmem_proc_open(ctx);
 	return 0;
 }
 
@@ -46,7 +46,7 @@ static int xpmem_release(struct inode *inode, struct file *file)
 		xpmem_seg_end(seg);
 		xpmem_seg_put(seg);
 	}
-	xpmem_proc_close(ctx->tgid);
+	xpmem_proc_close(ctx);
 	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
 	return 0;
 }

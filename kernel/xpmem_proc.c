@@ -15,6 +15,17 @@
  * tables), so every count is 0; a leak check that compares the two
  * totals passes exactly when nothing is pinned.  The sysfs counters in
  * /sys/class/misc/xpmem/stats/ are the real interface.
+ *
+ * Classic scripts read every file in /proc/xpmem, so those stay exactly
+ * classic.  Beside them, /proc/xpmem-objects/<tgid> (same owner and mode)
+ * lists that thread group's objects, one per line, for `xpmem list`
+ * (docs/design.md has the format):
+ *   segment 0x<segid> vaddr 0x<addr> size <bytes> mode 0<mode> attachments <n>
+ *   permit 0x<apid> segment 0x<segid> owner <tgid> access rdonly|rdwr attachments <n>
+ *   attachment segment 0x<segid> apid 0x<apid> offset <bytes> size <bytes> access rdonly|rdwr
+ * (owner 0: the segment was removed).  Only the file's owner and root can
+ * read it, so nothing is shown to other users.  This file reads the
+ * structures of every layer below main and calls none of their functions.
  */
 #include <linux/cred.h>
 #include <linux/list.h>
@@ -31,12 +42,22 @@
 struct xpmem_proc_tg {
 	struct list_head node;
 	pid_t tgid;			/* in the initial PID namespace */
-	unsigned int opens;
-	struct proc_dir_entry *pde;
+	struct list_head ctxs;		/* xpmem_ctx.proc_node: its opens */
+	struct proc_dir_entry *pde;	/* /proc/xpmem/<tgid> */
+	struct proc_dir_entry *objs;	/* /proc/xpmem-objects/<tgid> */
 };
 
 static struct proc_dir_entry *xpmem_proc_dir;
-static DEFINE_MUTEX(xpmem_proc_lock);	/* protects xpmem_proc_tgs */
+static struct proc_dir_entry *xpmem_proc_objs_dir;
+/*
+ * xpmem_proc_lock protects xpmem_proc_tgs and the creation and removal of
+ * the <tgid> files; it is held across proc_remove(), which waits for the
+ * shows in progress, so shows never take it.
+ * xpmem_proc_ctx_lock (inside it) protects each entry's ctxs.  A show
+ * takes it, then xpmem_obj_lock, then one permit->lock at a time.
+ */
+static DEFINE_MUTEX(xpmem_proc_lock);
+static DEFINE_MUTEX(xpmem_proc_ctx_lock);
 static LIST_HEAD(xpmem_proc_tgs);
 
 /* Pages pinned and unpinned, ever: nothing pins, so both stay 0. */
@@ -52,9 +73,56 @@ static int xpmem_proc_global_show(struct seq_file *m, void *v)
 	return 0;
 }
 
+static const char *xpmem_proc_access(bool writable)
+{
+	return writable ? "rdwr" : "rdonly";
+}
+
+/* The objects made through @ctx; under xpmem_proc_ctx_lock. */
+static void xpmem_proc_show_ctx(struct seq_file *m, struct xpmem_ctx *ctx)
+{
+	struct xpmem_permit *permit;
+	struct xpmem_seg *seg;
+	struct xpmem_att *att;
+
+	mutex_lock(&xpmem_obj_lock);
+	list_for_each_entry(seg, &ctx->segs, ctx_node)
+		seq_printf(m, "segment %#llx vaddr %#lx size %lu mode 0%o attachments %d\n",
+			   seg->id.id, seg->vaddr, seg->size, seg->mode,
+			   atomic_read(&seg->nr_atts));
+	list_for_each_entry(permit, &ctx->permits, ctx_node) {
+		struct xpmem_ctx *owner = permit->seg->ctx;
+
+		seq_printf(m, "permit %#llx segment %#llx owner %d access %s attachments %d\n",
+			   permit->id.id, permit->seg->id.id,
+			   owner ? owner->tgid : 0,
+			   xpmem_proc_access(permit->writable),
+			   atomic_read(&permit->nr_atts));
+		mutex_lock(&permit->lock);
+		list_for_each_entry(att, &permit->atts, permit_node)
+			seq_printf(m, "attachment segment %#llx apid %#llx offset %lu size %lu access %s\n",
+				   att->seg->id.id, permit->id.id, att->offset,
+				   att->size, xpmem_proc_access(att->writable));
+		mutex_unlock(&permit->lock);
+	}
+	mutex_unlock(&xpmem_obj_lock);
+}
+
 static int xpmem_proc_tg_show(struct seq_file *m, void *v)
 {
 	seq_puts(m, "pages pinned by XPMEM: 0\npages unpinned by XPMEM: 0\n");
+	return 0;
+}
+
+static int xpmem_proc_objs_show(struct seq_file *m, void *v)
+{
+	struct xpmem_proc_tg *tg = m->private;
+	struct xpmem_ctx *ctx;
+
+	mutex_lock(&xpmem_proc_ctx_lock);
+	list_for_each_entry(ctx, &tg->ctxs, proc_node)
+		xpmem_proc_show_ctx(m, ctx);
+	mutex_unlock(&xpmem_proc_ctx_lock);
 	return 0;
 }
 
@@ -69,58 +137,83 @@ static struct xpmem_proc_tg *xpmem_proc_find(pid_t tgid)
 }
 
 /**
- * xpmem_proc_open - the current thread group opened /dev/xpmem
+ * xpmem_proc_open - the current thread group opened /dev/xpmem as @ctx
+ * @ctx: the new context (ctx->tgid is current's)
  *
- * Creates /proc/xpmem/<tgid> on its first open.  Failing to create it is
- * not an error of the open (the file is informational).
+ * Creates /proc/xpmem/<tgid> and /proc/xpmem-objects/<tgid> on its first
+ * open and lists @ctx in the latter.
+ * Failing to create it is not an error of the open (the file is
+ * informational).
  */
-void xpmem_proc_open(void)
+void xpmem_proc_open(struct xpmem_ctx *ctx)
 {
-	pid_t tgid = task_tgid_nr(current);
 	struct xpmem_proc_tg *tg;
 	char name[16];
 
+	INIT_LIST_HEAD(&ctx->proc_node);
 	if (!xpmem_proc_dir)
 		return;
 	mutex_lock(&xpmem_proc_lock);
-	tg = xpmem_proc_find(tgid);
-	if (tg) {
-		tg->opens++;
-		goto unlock;
-	}
+	tg = xpmem_proc_find(ctx->tgid);
+	if (tg)
+		goto add;
 	tg = kzalloc(sizeof(*tg), GFP_KERNEL_ACCOUNT);
 	if (!tg)
 		goto unlock;
-	snprintf(name, sizeof(name), "%d", tgid);
+	INIT_LIST_HEAD(&tg->ctxs);
+	snprintf(name, sizeof(name), "%d", ctx->tgid);
 	tg->pde = proc_create_single(name, 0400, xpmem_proc_dir,
 				     xpmem_proc_tg_show);
-	if (!tg->pde) {
-		kfree(tg);
-		goto unlock;
-	}
+	if (!tg->pde)
+		goto free_tg;
+	tg->objs = proc_create_single_data(name, 0400, xpmem_proc_objs_dir,
+					   xpmem_proc_objs_show, tg);
+	if (!tg->objs)
+		goto remove_pde;
 	proc_set_user(tg->pde, current_euid(), current_egid());
-	tg->tgid = tgid;
-	tg->opens = 1;
+	proc_set_user(tg->objs, current_euid(), current_egid());
+	tg->tgid = ctx->tgid;
 	list_add(&tg->node, &xpmem_proc_tgs);
+add:
+	mutex_lock(&xpmem_proc_ctx_lock);
+	list_add_tail(&ctx->proc_node, &tg->ctxs);
+	mutex_unlock(&xpmem_proc_ctx_lock);
+	mutex_unlock(&xpmem_proc_lock);
+	return;
+
+remove_pde:
+	proc_remove(tg->pde);
+free_tg:
+	kfree(tg);
 unlock:
 	mutex_unlock(&xpmem_proc_lock);
 }
 
 /**
- * xpmem_proc_close - a device file of thread group @tgid was released
- * @tgid: the opener's tgid (the releaser may be another task)
+ * xpmem_proc_close - the device file of @ctx was released
+ * @ctx: its context (the releaser may be another task than the opener)
  */
-void xpmem_proc_close(pid_t tgid)
+void xpmem_proc_close(struct xpmem_ctx *ctx)
 {
 	struct xpmem_proc_tg *tg;
+	bool last;
 
 	mutex_lock(&xpmem_proc_lock);
-	tg = xpmem_proc_find(tgid);
-	if (tg && !--tg->opens) {
+	if (list_empty(&ctx->proc_node))
+		goto unlock;
+	mutex_lock(&xpmem_proc_ctx_lock);
+	list_del_init(&ctx->proc_node);
+	tg = xpmem_proc_find(ctx->tgid);
+	last = tg && list_empty(&tg->ctxs);
+	mutex_unlock(&xpmem_proc_ctx_lock);
+	if (last) {
 		list_del(&tg->node);
+		/* waits for shows in progress */
+		proc_remove(tg->objs);
 		proc_remove(tg->pde);
 		kfree(tg);
 	}
+unlock:
 	mutex_unlock(&xpmem_proc_lock);
 }
 
@@ -130,16 +223,22 @@ int xpmem_proc_init(void)
 	if (!xpmem_proc_dir)
 		return -ENOMEM;
 	if (!proc_create_single("global_pages", 0444, xpmem_proc_dir,
-				xpmem_proc_global_show)) {
-		proc_remove(xpmem_proc_dir);
-		xpmem_proc_dir = NULL;
-		return -ENOMEM;
-	}
+				xpmem_proc_global_show))
+		goto remove_dir;
+	xpmem_proc_objs_dir = proc_mkdir("xpmem-objects", NULL);
+	if (!xpmem_proc_objs_dir)
+		goto remove_dir;
 	return 0;
+
+remove_dir:
+	proc_remove(xpmem_proc_dir);
+	xpmem_proc_dir = NULL;
+	return -ENOMEM;
 }
 
 void xpmem_proc_exit(void)
 {
 	/* every device file is closed: no <tgid> entries are left */
+	proc_remove(xpmem_proc_objs_dir);
 	proc_remove(xpmem_proc_dir);
 }

@@ -1133,4 +1133,91 @@ TEST_F(xpmem, exec_cleans_up)
 	ASSERT_COUNTERS_AT_BASE();
 }
 
+/* Read /proc/xpmem-objects/<pid> into @buf; -errno if it cannot. */
+static int read_objects(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/xpmem-objects/%d", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = 0;
+	return 0;
+}
+
+/*
+ * /proc/xpmem-objects/<tgid> lists the thread group's segments, permits
+ * and attachments (for `xpmem list`), is its owner's only (0400: another
+ * uid gets EACCES), and follows RELEASE and REMOVE; the classic
+ * /proc/xpmem/<tgid> keeps exactly its two lines.
+ */
+TEST_F(xpmem, proc_objects_lists_what_exists)
+{
+	char buf[4096], want[256], classic[256];
+	struct own_att o;
+	pid_t pid;
+	int fd;
+
+	ASSERT_EQ(0, own_att_setup(self->fd, &o, 4 * PAGE, 0640, XPMEM_RDONLY,
+				   7));
+	ASSERT_EQ(0, read_objects(getpid(), buf, sizeof(buf)));
+	TH_LOG("%s", buf);
+	snprintf(want, sizeof(want),
+		 "segment %#llx vaddr %#lx size %lu mode 0640 attachments 1\n",
+		 (unsigned long long)o.segid, (unsigned long)o.buf, 4 * PAGE);
+	ASSERT_NE(NULL, strstr(buf, want)) TH_LOG("no line: %s", want);
+	snprintf(want, sizeof(want),
+		 "permit %#llx segment %#llx owner %d access rdonly attachments 1\n",
+		 (unsigned long long)o.apid, (unsigned long long)o.segid,
+		 (int)getpid());
+	ASSERT_NE(NULL, strstr(buf, want)) TH_LOG("no line: %s", want);
+	snprintf(want, sizeof(want),
+		 "attachment segment %#llx apid %#llx offset 0 size %lu access rdonly\n",
+		 (unsigned long long)o.segid, (unsigned long long)o.apid,
+		 4 * PAGE);
+	ASSERT_NE(NULL, strstr(buf, want)) TH_LOG("no line: %s", want);
+
+	/* the classic file is untouched by all that */
+	snprintf(want, sizeof(want), "/proc/xpmem/%d", (int)getpid());
+	fd = open(want, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	memset(classic, 0, sizeof(classic));
+	ASSERT_LT(0, read(fd, classic, sizeof(classic) - 1));
+	close(fd);
+	ASSERT_STREQ("pages pinned by XPMEM: 0\npages unpinned by XPMEM: 0\n",
+		     classic);
+
+	/* another uid cannot read it */
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setgid(1001) || setuid(1001))
+			_exit(1);
+		_exit(read_objects(getppid(), buf, sizeof(buf)) == -EACCES ?
+		      0 : 2);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+
+	/* RELEASE drops the permit and its attachment, not the segment */
+	ASSERT_EQ(0, xp_release(self->fd, o.apid));
+	ASSERT_EQ(0, read_objects(getpid(), buf, sizeof(buf)));
+	ASSERT_EQ(NULL, strstr(buf, "permit "));
+	ASSERT_EQ(NULL, strstr(buf, "attachment "));
+	snprintf(want, sizeof(want), "segment %#llx ",
+		 (unsigned long long)o.segid);
+	ASSERT_NE(NULL, strstr(buf, want));
+	ASSERT_EQ(0, xp_remove(self->fd, o.segid));
+	ASSERT_EQ(0, read_objects(getpid(), buf, sizeof(buf)));
+	ASSERT_STREQ("", buf);
+	munmap(o.buf, o.len);
+	ASSERT_COUNTERS_AT_BASE();
+}
+
 TEST_HARNESS_MAIN
