@@ -65,6 +65,13 @@ static void select_backend(void)
 		snprintf(select_reason, sizeof(select_reason),
 			 "XPMEM_BACKEND=%.40s is not kernel, shm or auto", env);
 	}
+	if (!backend) {
+		static int warned;
+
+		xpmem_lib_warn_once(&warned, "no backend: %s; every xpmem call "
+				    "fails with %s", select_reason,
+				    select_err == EINVAL ? "EINVAL" : "ENODEV");
+	}
 	xpmem_lib_log("backend %s (%s)",
 		      xpmem_ext_backend_name(backend ? backend->id :
 					     XPMEM_EXT_BACKEND_NONE),

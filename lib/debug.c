@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
- * debug.c - XPMEM_DEBUG logging to stderr.
+ * debug.c - XPMEM_DEBUG logging to stderr, and the few warnings printed
+ * without it (a configuration the library cannot honour).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,24 +42,49 @@ int xpmem_lib_debug_enabled(void)
  * lines from several threads or processes do not interleave.  errno is
  * preserved.
  */
-void xpmem_lib_log(const char *fmt, ...)
+static void log_line(const char *fmt, va_list ap)
 {
 	char line[512];
 	int saved = errno;
-	va_list ap;
 	int n;
 
-	if (!xpmem_lib_debug_enabled())
-		return;
 	n = snprintf(line, sizeof(line), "libxpmem[%d]: ", (int)getpid());
-	va_start(ap, fmt);
 	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
-		/* nothing sensible left to do with a debug line */
+		/* nothing sensible left to do with a diagnostic */
 	}
 	errno = saved;
+}
+
+void xpmem_lib_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!xpmem_lib_debug_enabled())
+		return;
+	va_start(ap, fmt);
+	log_line(fmt, ap);
+	va_end(ap);
+}
+
+/**
+ * xpmem_lib_warn_once - print one line to stderr, XPMEM_DEBUG or not, at
+ * most once per process for each @done.
+ * @done: the call site's flag: the pid that printed it last (a child
+ *        after fork prints again; it is another process)
+ * @fmt:  printf format, without a trailing newline
+ */
+void xpmem_lib_warn_once(int *done, const char *fmt, ...)
+{
+	int me = (int)getpid();
+	va_list ap;
+
+	if (__atomic_exchange_n(done, me, __ATOMIC_RELAXED) == me)
+		return;
+	va_start(ap, fmt);
+	log_line(fmt, ap);
+	va_end(ap);
 }

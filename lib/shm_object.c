@@ -82,6 +82,35 @@ static const char *shm_dir(void)
 	return d && *d ? d : SHM_DEFAULT_DIR;
 }
 
+/*
+ * shm_dir_error - why objects cannot be created in @dir, which open(2)
+ * refused with @err: a missing or non-directory XPMEM_SHM_DIR is ENOTDIR
+ * (never ENOENT, which means "no such segment"), one where files cannot
+ * be created (permissions, read-only, a filesystem like /proc) EACCES;
+ * either is said on stderr once per process, XPMEM_DEBUG or not.
+ */
+static int shm_dir_error(const char *dir, int err)
+{
+	static int warned;
+	const char *what = getenv("XPMEM_SHM_DIR") && *getenv("XPMEM_SHM_DIR") ?
+			   "XPMEM_SHM_DIR" : "the default shm directory";
+	struct stat st;
+
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		xpmem_lib_warn_once(&warned, "%s %s is not a directory "
+				    "(shared-memory objects cannot be created)",
+				    what, dir);
+		return -ENOTDIR;
+	}
+	if (err == EACCES || err == EPERM || err == EROFS || err == ENOENT) {
+		xpmem_lib_warn_once(&warned, "%s %s: cannot create files there: "
+				    "%s", what, dir, strerror(err));
+		return -EACCES;
+	}
+	xpmem_lib_log("cannot create object in %s: %s", dir, strerror(err));
+	return -err;
+}
+
 /**
  * xpmem_lib_shm_object_create - a new, already unlinked shared object.
  * @size: bytes, page-aligned
@@ -116,12 +145,8 @@ int xpmem_lib_shm_object_create(size_t size, int *fd)
 			return -ENAMETOOLONG;
 		f = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
 			 O_NOFOLLOW, 0600);
-		if (f < 0 && errno != EEXIST) {
-			ret = -errno;
-			xpmem_lib_log("cannot create object in %s: %s", dir,
-				      strerror(errno));
-			return ret;
-		}
+		if (f < 0 && errno != EEXIST)
+			return shm_dir_error(dir, errno);
 	}
 	if (f < 0)
 		return -EEXIST;

@@ -27,6 +27,14 @@ int xpmem_lib_debug_enabled(void);
 void xpmem_lib_log(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
+/*
+ * The same line whether XPMEM_DEBUG is set or not, once per process per
+ * @done (a static int of the call site): for environment values the
+ * library cannot honour, which would otherwise fail with a bare errno.
+ */
+void xpmem_lib_warn_once(int *done, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* ---- util.c ------------------------------------------------------------ */
 
 size_t xpmem_lib_page_size(void);
