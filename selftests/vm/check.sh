@@ -1,6 +1,6 @@
 #!/bin/bash
-# `make check`: host tests, then the QEMU runner on each kernel, then one
-# summary.  The very last line printed is "N passed, N failed, N skipped",
+# `make check`: host tests, the man-page and package checks, then the QEMU
+# runner on each kernel, then one summary.  The very last line printed is "N passed, N failed, N skipped",
 # summed over the host tests and every kernel; exit status 1 if anything
 # failed (a failed build, a VM timeout and console findings count too).
 #
@@ -25,11 +25,40 @@ add() { # add LABEL RESULTFILE RC
 	summary+=("$(printf '%-12s %4d passed, %3d failed, %3d skipped  (%ss)' "$label" "$p" "$fl" "$s" "$w")")
 }
 
+# add_script LABEL LOG CMD...: a check script that ends with a line
+# "N passed, N failed"; a script that fails without counting counts once.
+add_script() {
+	local label=$1 log=$2 t rc p=0 fl=0 last
+	shift 2
+	t=$(date +%s)
+	mkdir -p "$(dirname "$log")"
+	"$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	if [ -n "$last" ]; then
+		p=${last%% passed*}
+		fl=${last#*passed, }; fl=${fl%% failed*}
+	elif [ "$rc" = 0 ]; then
+		p=1
+	fi
+	mkdir -p "$B/results"
+	echo "$p $fl 0 $(( $(date +%s) - t ))" > "$B/results/$label"
+	add "$label" "$B/results/$label" "$rc"
+}
+
 hosts=()
 for f in "$B"/host/selftests/*; do [ -f "$f" ] && [ -x "$f" ] && hosts+=("$f"); done
 rm -f "$B/host/result"
 selftests/vm/run-host-tests.sh "$B/host" "${hosts[@]}"
 add host "$B/host/result" $?
+
+# Man pages (man/check.sh: man --warnings, lexgrog, .so links) and the
+# Debian packages (build, lintian, install into a scratch root, a classic
+# program through pkg-config, dkms build for both Debian kernels).
+add_script man "$B/results/man.log" sh man/check.sh
+if [ -x selftests/pkg/check.sh ]; then
+	add_script pkg "$B/results/pkg.log" selftests/pkg/check.sh
+fi
 
 for k in "$@"; do
 	mkdir -p "$B/results"
