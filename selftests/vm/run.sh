@@ -11,7 +11,8 @@
 #
 # Steps: build xpmem.ko for KERNEL in build/mod/KERNEL, pack a busybox
 # initramfs (init = selftests/vm/init.sh) with the module, build/selftests/*,
-# build/tools/* and the library, boot qemu-system-x86_64 -accel tcg -cpu max
+# build/tools/*, the library, and the dynamic loader and shared libraries
+# the (dynamically linked) tools need, boot qemu-system-x86_64 -accel tcg -cpu max
 # with two NUMA nodes, then judge the run:
 #   - every suite's kselftest "# Totals:" line (pass/fail/skip summed; a
 #     suite that crashes, times out, exits non-zero with no failure counted
@@ -111,6 +112,33 @@ else
 fi
 
 # ---- initramfs --------------------------------------------------------------
+# copy_shlibs FILE: the dynamic loader and the libraries ldd resolves for
+# FILE (nothing for a static binary), each at the same path in the guest,
+# where the guest's loader finds them without an ld.so.cache; a library of
+# this build (libxpmem.so.0, resolved in $B/lib) goes to /lib by its name.
+bdir=$(realpath "$B")
+copy_shlibs() {
+	local out line name path dest
+	out=$(LD_LIBRARY_PATH="$bdir/lib" ldd "$1" 2>&1) || return 0
+	while IFS= read -r line; do
+		line=${line#"${line%%[![:space:]]*}"}
+		case "$line" in
+		*"=> not found"*) die "$1 needs ${line%% =>*}, which ldd does not find" ;;
+		*" => /"*) name=${line%% =>*} path=${line#*=> } ;;
+		/*) name=${line%% (*} path=$line ;;
+		*) continue ;;	# linux-vdso.so.1 (no file), "statically linked"
+		esac
+		path=${path% (0x*}
+		case "$(realpath "$path")" in
+		"$bdir"/*) dest=/lib/${name##*/} ;;
+		*) dest=$path ;;
+		esac
+		[ -e "$root$dest" ] && continue
+		mkdir -p "$root$(dirname "$dest")"
+		cp -L "$path" "$root$dest"
+	done <<< "$out"
+	return 0
+}
 root=$out/root
 rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,dev,etc,proc,sys,tmp,selftests,tools,lib}
@@ -129,6 +157,7 @@ for c in selftests/*.c tools/*.c; do
 	else
 		die "$B/$d/$n missing: run make first"
 	fi
+	if [ "$d" = tools ]; then copy_shlibs "$B/$d/$n"; fi
 done
 cp -P "$B"/lib/libxpmem.so* "$root/lib/" 2>/dev/null || true
 cat > "$root/etc/passwd" <<'EOP'
