@@ -612,13 +612,13 @@ FIXTURE_TEARDOWN(stress)
 enum fz_op {
 	FZ_MAKE, FZ_MAKE_BAD, FZ_REMOVE, FZ_GET, FZ_RELEASE, FZ_ATTACH,
 	FZ_DETACH, FZ_JUNK, FZ_TOUCH, FZ_MMAP, FZ_MUNMAP, FZ_MREMAP,
-	FZ_MPROTECT, FZ_MADVISE, FZ_GUP, FZ_FORK, FZ_REOPEN, FZ_NOPS
+	FZ_MPROTECT, FZ_MADVISE, FZ_GUP, FZ_FORK, FZ_REOPEN, FZ_PROC, FZ_NOPS
 };
 
 static const char *const fz_names[FZ_NOPS] = {
 	"make", "make-bad", "remove", "get", "release", "attach", "detach",
 	"junk-ioctl", "touch", "mmap", "munmap", "mremap", "mprotect",
-	"madvise", "gup", "fork", "reopen",
+	"madvise", "gup", "fork", "reopen", "proc-read",
 };
 
 /*
@@ -626,7 +626,7 @@ static const char *const fz_names[FZ_NOPS] = {
  * on the debug kernel under TCG; mmap and touch (faults) come next.
  */
 static const unsigned short fz_weight[FZ_NOPS] = {
-	70, 60, 55, 110, 45, 120, 68, 70, 160, 40, 35, 25, 40, 60, 40, 0, 2,
+	70, 60, 55, 110, 45, 120, 68, 60, 150, 40, 35, 25, 40, 60, 40, 0, 2, 20,
 };
 
 struct fz_segslot {
@@ -2056,6 +2056,57 @@ static void op_reopen(struct fz *f)
 	f->ok[f->op]++;
 }
 
+/* Read all of @path into @buf (NUL-terminated); bytes read or -errno. */
+static long read_file(const char *path, char *buf, size_t len)
+{
+	size_t n = 0;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while (n < len - 1 && (r = read(fd, buf + n, len - 1 - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	buf[n] = 0;
+	return (long)n;
+}
+
+/*
+ * Read the /proc/xpmem-objects file of a random fuzz process (another
+ * uid's: EACCES; one closing its device: ENOENT) while they all change
+ * their objects, and our own, which must list every segment we hold.
+ */
+static void op_proc(struct fz *f)
+{
+	static char buf[1 << 16];
+	char path[64], want[48];
+	pid_t pid = f->sh->procs[rnd(&f->r, FZ_MAXPROCS)].pid;
+	long n;
+	int i;
+
+	if (pid > 0 && pid != f->pid) {
+		snprintf(path, sizeof(path), "/proc/xpmem-objects/%d", (int)pid);
+		n = read_file(path, buf, sizeof(buf));
+		if (n < 0 && n != -EACCES && n != -ENOENT)
+			fz_fail(f, "read %s: %s", path, strerror((int)-n));
+	}
+	snprintf(path, sizeof(path), "/proc/xpmem-objects/%d", (int)f->pid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		fz_fail(f, "read %s: %s", path, strerror((int)-n));
+	for (i = 0; i < FZ_SEGS && n < (long)sizeof(buf) - 1; i++) {
+		if (!f->seg[i].used)
+			continue;
+		snprintf(want, sizeof(want), "segment %#llx ",
+			 (unsigned long long)f->seg[i].segid);
+		if (!strstr(buf, want))
+			fz_fail(f, "%s does not list our segment %#llx",
+				path, (unsigned long long)f->seg[i].segid);
+	}
+	f->ok[f->op]++;
+}
+
 static int fz_pick_op(struct fz *f)
 {
 	unsigned long x = rnd(&f->r, 1000), acc = 0;
@@ -2183,6 +2234,9 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 			break;
 		case FZ_REOPEN:
 			op_reopen(f);
+			break;
+		case FZ_PROC:
+			op_proc(f);
 			break;
 		}
 		f->ns[op] += now_ns() - t;
