@@ -81,7 +81,7 @@ FORCE:
 .PHONY: FORCE all userspace lib tests tools module modules host-build host-tests check \
 	demo bench deps deps-test sparse checkpatch w1 install install-lib install-tools \
 	install-man install-module-conf install-dkms-src dkms-src dist uninstall clean \
-	distclean help debug-kernel man-check
+	distclean help debug-kernel man-check pkg-check
 .DELETE_ON_ERROR:
 # Never delete these as make intermediates.
 .SECONDARY: $(KSFT) $(LIB_OBJS) $(HLIB_OBJS)
@@ -105,6 +105,7 @@ help:
 	@echo "make bench         xpmem-bench in the first of KERNELS (BENCH_ARGS=...)"
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
+	@echo "make man-check | pkg-check  man pages; Debian packages (as root)"
 	@echo "make debug-kernel  build/refresh the cached debug-6.12 kernel"
 	@echo "selftests/vm/run.sh KERNEL [SUITE-FILTER]   one kernel, some suites"
 	@echo "Variables: CC CPPFLAGS CFLAGS LDFLAGS WERROR=0 PREFIX LIBDIR MANDIR DESTDIR"
@@ -319,6 +320,10 @@ dist:
 
 man-check:
 	@sh man/check.sh
+
+# Debian packages: build, lintian, scratch-root install, dkms build (root).
+pkg-check: | deps-test
+	@selftests/pkg/check.sh
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
