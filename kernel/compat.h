@@ -27,6 +27,20 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 }
 #endif
 
+/*
+ * PMD-sized attacher mappings (xpmem_fault.c) need a huge PMD that
+ * get_user_pages() never follows and that a VM_MIXEDMAP VMA may hold:
+ * the special ("pfnmap") PMDs of 6.12, which vmf_insert_pfn_pmd() makes
+ * on architectures with CONFIG_ARCH_SUPPORTS_PMD_PFNMAP (a symbol that
+ * exists only where the feature does), with ->huge_fault(vmf, order) and
+ * mm_get_unmapped_area().  6.1 maps 4 KiB PTEs only: its
+ * vmf_insert_pfn_pmd() wants VM_PFNMAP, which attachments cannot be.
+ */
+#if defined(CONFIG_TRANSPARENT_HUGEPAGE) && \
+	defined(CONFIG_ARCH_SUPPORTS_PMD_PFNMAP)
+#define XPMEM_HAVE_HUGE_PFNMAP	1
+#endif
+
 /* User shadow stacks (6.6): attachments never mirror them. */
 #ifndef VM_SHADOW_STACK
 #define VM_SHADOW_STACK		VM_NONE

@@ -103,6 +103,9 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 	 */
 	vm_flags_set(vma, VM_MIXEDMAP | VM_IO | VM_DONTEXPAND | VM_DONTCOPY |
 			  VM_DONTDUMP);
+	/* THP "madvise" mode: attachments want huge PMDs (xpmem_fault.c) */
+	if (xpmem_fault_huge_enabled())
+		vm_flags_set(vma, VM_HUGEPAGE);
 	vma->vm_ops = &xpmem_vm_ops;
 	vma->vm_private_data = att;
 	atomic_set(&att->nr_vmas, 1);
@@ -118,6 +121,9 @@ static int xpmem_att_release(struct inode *inode, struct file *file)
 static const struct file_operations xpmem_att_fops = {
 	.owner = THIS_MODULE,
 	.mmap = xpmem_att_mmap,
+#ifdef XPMEM_HAVE_HUGE_PFNMAP
+	.get_unmapped_area = xpmem_att_get_unmapped_area,
+#endif
 	.release = xpmem_att_release,
 };
 
@@ -224,6 +230,7 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	}
 	/* From here on xpmem_att_free() undoes everything. */
 	mutex_init(&att->lock);
+	mutex_init(&att->pt_lock);
 	INIT_LIST_HEAD(&att->faults);
 	INIT_LIST_HEAD(&att->permit_node);
 	INIT_LIST_HEAD(&att->seg_node);

@@ -35,6 +35,20 @@
  * until an invalidation touches it, so the ->pfn_mkwrite that follows needs
  * no owner lock.
  *
+ * Huge mappings (6.12, compat.h): when the owner maps a 2 MiB range with
+ * one PMD (a THP, a hugetlb page, or part of a 1 GiB one) at an address
+ * congruent modulo 2 MiB with the attacher's, ->huge_fault maps it with
+ * one special PMD, writable at once on a write fault whose owner PMD is
+ * writable (the owner's folio is dirtied first, as for ->pfn_mkwrite);
+ * anything else falls back to PTEs.  An invalidation of any part of it
+ * clears the whole PMD (the core "splits" a special PMD by clearing it).
+ * Page table pages of an attachment are only allocated under
+ * att->pt_lock, which huge PMD insertion also holds, so a PMD slot never
+ * turns from empty into a PTE table under an insertion that checked it;
+ * PTE insertion, under att->lock like PMD insertion, skips a slot that
+ * holds a huge PMD.  Attach addresses the caller leaves to the kernel are
+ * chosen congruent with the owner's modulo 2 MiB.
+ *
  * Two mmap_locks are only ever nested in address order (struct mm_struct
  * with the lower address first).  A fault whose attacher mm comes first
  * simply waits for the owner's lock.  One whose owner comes first must not
@@ -54,6 +68,7 @@
 #include <linux/jiffies.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
+#include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
 #include <linux/pfn_t.h>
@@ -95,6 +110,13 @@ static unsigned int fault_window_pages = PTRS_PER_PTE;
 module_param(fault_window_pages, uint, 0644);
 MODULE_PARM_DESC(fault_window_pages,
 		 "Pages mapped per attacher fault when the owner has them resident (1..512, power of two; default 512 = one PMD)");
+
+#ifdef XPMEM_HAVE_HUGE_PFNMAP
+static bool huge_mappings = true;
+module_param(huge_mappings, bool, 0644);
+MODULE_PARM_DESC(huge_mappings,
+		 "Map owner PMD mappings (THP, hugetlb) with one PMD in attachments, and choose 2 MiB-congruent attach addresses (default Y)");
+#endif
 
 static struct workqueue_struct *xpmem_zap_wq;
 
@@ -304,17 +326,57 @@ static int xpmem_noop_pte(pte_t *pte, unsigned long addr, void *data)
 }
 
 /*
+ * The PMD slot of @addr in @mm, or NULL if the page tables above it do
+ * not exist.  Under the mmap_lock, so they cannot be freed meanwhile.
+ */
+static pmd_t *xpmem_find_pmd(struct mm_struct *mm, unsigned long addr)
+{
+	pgd_t *pgd = pgd_offset(mm, addr);
+	p4d_t *p4d;
+	pud_t *pud;
+
+	if (pgd_none(*pgd) || pgd_bad(*pgd))
+		return NULL;
+	p4d = p4d_offset(pgd, addr);
+	if (p4d_none(*p4d) || p4d_bad(*p4d))
+		return NULL;
+	pud = pud_offset(p4d, addr);
+	if (pud_none(*pud) || pud_leaf(*pud) || pud_bad(*pud))
+		return NULL;
+	return pmd_offset(pud, addr);
+}
+
+/* The faulting address's PMD slot (@vmf->pmd is NULL after a reversal). */
+static pmd_t *xpmem_fault_pmd(struct vm_fault *vmf)
+{
+	return vmf->pmd ? vmf->pmd : xpmem_find_pmd(vmf->vma->vm_mm,
+						     vmf->address);
+}
+
+/*
  * Make sure the page table page for the window exists, so that inserting
  * under att->lock never allocates (the invalidate callback, which takes
- * att->lock, runs in reclaim).  @vmf->pmd is NULL for a fault resolved
- * after retaking the locks (xpmem_fault_reversed()).
+ * att->lock, runs in reclaim).  Under att->pt_lock, which huge PMD
+ * insertion holds too.
+ *
+ * Return: 0; -EAGAIN if the slot holds a huge PMD now (the access is
+ * simply repeated); -ENOMEM.
  */
 static int xpmem_fault_prepare_pt(struct vm_fault *vmf)
 {
-	if (vmf->pmd && !pmd_none(*vmf->pmd))
-		return 0;
-	return apply_to_page_range(vmf->vma->vm_mm, vmf->address, PAGE_SIZE,
-				   xpmem_noop_pte, NULL);
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	pmd_t *pmd;
+	int ret = 0;
+
+	mutex_lock(&att->pt_lock);
+	pmd = xpmem_fault_pmd(vmf);
+	if (pmd && pmd_leaf(READ_ONCE(*pmd)))
+		ret = -EAGAIN;
+	else if (!pmd || pmd_none(READ_ONCE(*pmd)))
+		ret = apply_to_page_range(vmf->vma->vm_mm, vmf->address,
+					  PAGE_SIZE, xpmem_noop_pte, NULL);
+	mutex_unlock(&att->pt_lock);
+	return ret == -EAGAIN ? ret : (ret ? -ENOMEM : 0);
 }
 
 /*
@@ -409,8 +471,12 @@ static vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
 	struct vm_area_struct *vma = vmf->vma;
 	vm_fault_t ret = VM_FAULT_SIGBUS;
 	unsigned long i, mapped = 0;
+	pmd_t *pmd = xpmem_fault_pmd(vmf);
 	vm_fault_t r;
 
+	/* A huge PMD went in since xpmem_fault_prepare_pt(): use it. */
+	if (pmd && pmd_leaf(READ_ONCE(*pmd)))
+		return VM_FAULT_NOPAGE;
 	for (i = 0; i < npages; i++) {
 		if (!(pfns[i] & HMM_PFN_VALID) || (pfns[i] & HMM_PFN_ERROR))
 			continue;
@@ -478,19 +544,92 @@ static unsigned long xpmem_fault_oaddr(struct vm_fault *vmf)
 	return att->seg->vaddr + (vmf->pgoff << PAGE_SHIFT);
 }
 
+/* What a resolution is for. */
+enum xpmem_fault_kind {
+	XPMEM_FAULT_PTE,	/* ->fault: map the window with PTEs */
+	XPMEM_FAULT_MKWRITE,	/* ->pfn_mkwrite: one PTE becomes writable */
+	XPMEM_FAULT_PMD,	/* ->huge_fault: one huge PMD, or fall back */
+};
+
+#ifdef XPMEM_HAVE_HUGE_PFNMAP
+/*
+ * Whether @folio is memory the owner owns: anonymous, page cache or
+ * hugetlb.  Not the huge zero folio (no mapping; is_huge_zero_folio()
+ * needs a symbol modules do not get), which must not be made writable.
+ */
+static bool xpmem_folio_is_owners(struct folio *folio)
+{
+	return folio_test_anon(folio) || folio_test_hugetlb(folio) ||
+	       READ_ONCE(folio->mapping);
+}
+
+/*
+ * Map the resolved 2 MiB window with one PMD if the owner maps it with
+ * one (or with part of a larger one): 512 valid PFNs, physically
+ * contiguous and 2 MiB aligned, none of them a zero page, all writable
+ * for a write.  Under att->pt_lock and att->lock, window not stale.
+ */
+static vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
+					 const unsigned long *pfns,
+					 unsigned long fidx, bool write)
+{
+	unsigned long pfn0 = xpmem_hmm_pfn(pfns[0]);
+	pmd_t *pmd = vmf->pmd, orig;
+	unsigned long i;
+	vm_fault_t ret;
+
+	if (!IS_ALIGNED(pfn0, PTRS_PER_PMD) || !pfn_valid(pfn0) ||
+	    is_zero_pfn(pfn0) ||
+	    !xpmem_folio_is_owners(page_folio(pfn_to_page(pfn0))))
+		return VM_FAULT_FALLBACK;
+	for (i = 0; i < PTRS_PER_PMD; i++) {
+		unsigned long p = pfns[i];
+
+		if (!(p & HMM_PFN_VALID) || (p & HMM_PFN_ERROR) ||
+		    xpmem_hmm_pfn(p) != pfn0 + i ||
+		    hmm_pfn_to_map_order(p) < PMD_ORDER ||
+		    (write && !(p & HMM_PFN_WRITE)))
+			return VM_FAULT_FALLBACK;
+	}
+	/*
+	 * Empty, or our own PMD of these pages (an invalidation would have
+	 * cleared it and marked the window), or a PTE table: then PTEs.
+	 */
+	orig = READ_ONCE(*pmd);
+	if (!pmd_none(orig) && !(pmd_leaf(orig) && pmd_pfn(orig) == pfn0))
+		return VM_FAULT_FALLBACK;
+	ret = vmf_insert_pfn_pmd(vmf, pfn_to_pfn_t(pfn0), write);
+	if (!(ret & VM_FAULT_ERROR)) {
+		xpmem_fault_touch(pfns[fidx], write);
+		atomic_long_inc(&xpmem_stats.pmd_mapped);
+	}
+	return ret;
+}
+#else
+static vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
+					 const unsigned long *pfns,
+					 unsigned long fidx, bool write)
+{
+	return VM_FAULT_FALLBACK;
+}
+#endif
+
 /*
  * Resolve the fault and map its window.  The caller holds the owner's
  * mmap_lock for reading (it is the attacher's own for an attachment of
  * the faulting process itself), so only invalidations that need no
  * mmap_lock for writing (madvise, reclaim, migration) can overlap it.
- * @pfns has room for @maxpages entries (a power of two, 1 for mkwrite).
+ * @pfns has room for @maxpages entries (a power of two; 1 for mkwrite,
+ * PTRS_PER_PMD for a PMD).
  */
 static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
-				      struct mm_struct *owner, bool mkwrite,
+				      struct mm_struct *owner,
+				      enum xpmem_fault_kind kind,
 				      unsigned long *pfns, unsigned long maxpages)
 {
 	struct xpmem_att *att = vmf->vma->vm_private_data;
 	unsigned long oaddr = xpmem_fault_oaddr(vmf);
+	bool mkwrite = kind == XPMEM_FAULT_MKWRITE;
 	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
 	struct hmm_range range = {
 		.notifier = &att->notifier,
@@ -507,8 +646,17 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 
 	ovma = vma_lookup(owner, oaddr);
 	if (!ovma || !xpmem_vma_mirrorable(ovma))
-		return VM_FAULT_SIGBUS;
-	xpmem_fault_window(vmf, ovma, oaddr, maxpages, &lo, &hi);
+		return kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
+						 VM_FAULT_SIGBUS;
+	if (kind == XPMEM_FAULT_PMD) {
+		lo = vmf->address & PMD_MASK;
+		hi = lo + PMD_SIZE;
+		if (oaddr - (vmf->address - lo) < ovma->vm_start ||
+		    ovma->vm_end - oaddr < hi - vmf->address)
+			return VM_FAULT_FALLBACK;
+	} else {
+		xpmem_fault_window(vmf, ovma, oaddr, maxpages, &lo, &hi);
+	}
 	npages = (hi - lo) >> PAGE_SHIFT;
 	fidx = (vmf->address - lo) >> PAGE_SHIFT;
 	range.start = oaddr - (fidx << PAGE_SHIFT);
@@ -535,20 +683,29 @@ again:
 		ret = err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
 		goto unlist;
 	}
-	if (!mkwrite && xpmem_fault_prepare_pt(vmf)) {
-		ret = VM_FAULT_OOM;
-		goto unlist;
+	if (kind == XPMEM_FAULT_PTE) {
+		err = xpmem_fault_prepare_pt(vmf);
+		if (err) {
+			ret = err == -EAGAIN ? VM_FAULT_NOPAGE : VM_FAULT_OOM;
+			goto unlist;
+		}
+	} else if (kind == XPMEM_FAULT_PMD) {
+		mutex_lock(&att->pt_lock);
 	}
 
 	mutex_lock(&att->lock);
 	if (win.stale) {
 		mutex_unlock(&att->lock);
+		if (kind == XPMEM_FAULT_PMD)
+			mutex_unlock(&att->pt_lock);
 		goto retry;
 	}
 	if (att->dead) {
 		ret = VM_FAULT_SIGBUS;
 	} else if (mkwrite) {
 		ret = xpmem_fault_mkwrite(vmf, pfns[fidx], &zap);
+	} else if (kind == XPMEM_FAULT_PMD) {
+		ret = xpmem_fault_insert_pmd(vmf, pfns, fidx, write);
 	} else {
 		ret = xpmem_fault_insert(vmf, lo, pfns, npages, fidx);
 		if (write && !(ret & VM_FAULT_ERROR) &&
@@ -558,6 +715,8 @@ again:
 	}
 	list_del(&win.node);
 	mutex_unlock(&att->lock);
+	if (kind == XPMEM_FAULT_PMD)
+		mutex_unlock(&att->pt_lock);
 	if (zap)
 		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 	return ret;
@@ -571,7 +730,8 @@ retry:
 	if (++retries >= XPMEM_FAULT_MAX_RETRIES) {
 		/* Give the CPU back; the access is repeated. */
 		cond_resched();
-		ret = VM_FAULT_NOPAGE;
+		ret = kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
+						VM_FAULT_NOPAGE;
 		goto unlist;
 	}
 	cond_resched();
@@ -676,7 +836,7 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 			.flags = vmf->flags,
 		};
 
-		ret = xpmem_fault_resolve(&rvmf, owner, false, pfns,
+		ret = xpmem_fault_resolve(&rvmf, owner, XPMEM_FAULT_PTE, pfns,
 					  maxpages);
 	} else {
 		mmap_read_unlock(mm);
@@ -702,6 +862,8 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	struct mm_struct *owner = att->seg->mm;
 	unsigned long stack_pfns[XPMEM_FAULT_STACK_PAGES];
 	unsigned long *pfns = stack_pfns;
+	enum xpmem_fault_kind kind = mkwrite ? XPMEM_FAULT_MKWRITE :
+					       XPMEM_FAULT_PTE;
 	unsigned long maxpages;
 	bool reverse = false;
 	vm_fault_t ret;
@@ -730,13 +892,13 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	}
 
 	if (owner == vma->vm_mm) {
-		ret = xpmem_fault_resolve(vmf, owner, mkwrite, pfns, maxpages);
+		ret = xpmem_fault_resolve(vmf, owner, kind, pfns, maxpages);
 	} else {
 		ret = xpmem_fault_lock_owner(vmf, owner, mkwrite, &reverse);
 		if (reverse) {
 			ret = xpmem_fault_reversed(vmf, owner, pfns, maxpages);
 		} else if (!ret) {
-			ret = xpmem_fault_resolve(vmf, owner, mkwrite, pfns,
+			ret = xpmem_fault_resolve(vmf, owner, kind, pfns,
 						  maxpages);
 			mmap_read_unlock(owner);
 		}
@@ -760,6 +922,99 @@ static vm_fault_t xpmem_att_mkwrite(struct vm_fault *vmf)
 	return xpmem_fault_common(vmf, true);
 }
 
+#ifdef XPMEM_HAVE_HUGE_PFNMAP
+/**
+ * xpmem_fault_huge_enabled - whether attachments get huge PMDs
+ */
+bool xpmem_fault_huge_enabled(void)
+{
+	return READ_ONCE(huge_mappings);
+}
+
+/*
+ * ->huge_fault for a PMD: an empty PMD slot, or a write to our read-only
+ * huge PMD.  Whatever cannot be one PMD falls back to PTEs (->fault),
+ * including an owner mmap_lock that would have to be waited for out of
+ * order (->fault knows how to).
+ */
+static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
+				       unsigned int order)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct xpmem_att *att = vma->vm_private_data;
+	struct mm_struct *owner = att->seg->mm;
+	unsigned long haddr = vmf->address & PMD_MASK;
+	unsigned long *pfns;
+	vm_fault_t ret = VM_FAULT_FALLBACK;
+
+	if (order != PMD_ORDER || !xpmem_fault_huge_enabled() ||
+	    vma->vm_mm != att->mm || READ_ONCE(att->dead) ||
+	    haddr < vma->vm_start || vma->vm_end - haddr < PMD_SIZE ||
+	    !IS_ALIGNED(att->seg->vaddr + (vmf->pgoff << PAGE_SHIFT) -
+			(vmf->address - haddr), PMD_SIZE))
+		return VM_FAULT_FALLBACK;
+	pfns = kmalloc_array(PTRS_PER_PMD, sizeof(*pfns),
+			     GFP_KERNEL | __GFP_NOWARN);
+	if (!pfns)
+		return VM_FAULT_FALLBACK;
+	if (!mmget_not_zero(owner))
+		goto free_pfns;
+	atomic_long_inc(&xpmem_stats.faults);
+	if (owner == vma->vm_mm) {
+		ret = xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PMD, pfns,
+					  PTRS_PER_PMD);
+	} else if (mmap_read_trylock(owner) ||
+		   ((unsigned long)vma->vm_mm < (unsigned long)owner &&
+		    !xpmem_mmap_read_lock_second(vma->vm_mm, owner))) {
+		ret = xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PMD, pfns,
+					  PTRS_PER_PMD);
+		mmap_read_unlock(owner);
+	}
+	mmput_async(owner);
+free_pfns:
+	kfree(pfns);
+	return ret;
+}
+
+/**
+ * xpmem_att_get_unmapped_area - an attach address for the kernel to choose
+ * @file: the attachment's file
+ * @addr: the caller's hint or MAP_FIXED address
+ * @len: the attachment's size
+ * @pgoff: its segment offset in pages
+ * @flags: mmap flags
+ *
+ * Congruent with the owner's address modulo 2 MiB when the attachment
+ * spans at least 2 MiB, so that owner PMDs can be attacher PMDs.
+ */
+unsigned long xpmem_att_get_unmapped_area(struct file *file,
+					  unsigned long addr,
+					  unsigned long len,
+					  unsigned long pgoff,
+					  unsigned long flags)
+{
+	struct xpmem_att *att = file->private_data;
+	unsigned long want, ret;
+
+	if ((flags & MAP_FIXED) || len < PMD_SIZE ||
+	    !xpmem_fault_huge_enabled() || len > TASK_SIZE - PMD_SIZE)
+		return mm_get_unmapped_area(current->mm, NULL, addr, len, 0,
+					    flags);
+	want = (att->seg->vaddr + (pgoff << PAGE_SHIFT)) & ~PMD_MASK;
+	ret = mm_get_unmapped_area(current->mm, NULL, 0, len + PMD_SIZE, 0,
+				   flags);
+	if (IS_ERR_VALUE(ret))
+		return mm_get_unmapped_area(current->mm, NULL, addr, len, 0,
+					    flags);
+	return ret + ((want - ret) & ~PMD_MASK);
+}
+#else
+bool xpmem_fault_huge_enabled(void)
+{
+	return false;
+}
+#endif
+
 /* VMA count of an attachment: +1 on split or mremap copy, -1 on removal. */
 static void xpmem_att_vma_open(struct vm_area_struct *vma)
 {
@@ -779,6 +1034,9 @@ const struct vm_operations_struct xpmem_vm_ops = {
 	.open = xpmem_att_vma_open,
 	.close = xpmem_att_vma_close,
 	.fault = xpmem_att_fault,
+#ifdef XPMEM_HAVE_HUGE_PFNMAP
+	.huge_fault = xpmem_att_huge_fault,
+#endif
 	.pfn_mkwrite = xpmem_att_mkwrite,
 };
 

@@ -45,9 +45,12 @@
  *                                VM_FAULT_RETRY (->pfn_mkwrite, which
  *                                cannot drop it, has the page zapped and
  *                                returns VM_FAULT_NOPAGE).
- *       att->lock                the notifier lock; PTE insertion runs
+ *       att->pt_lock             page table pages of the attachment's
+ *                                VMAs are allocated, and huge PMDs
+ *                                inserted, under it (xpmem_fault.c)
+ *         att->lock              the notifier lock; PTE insertion runs
  *                                under it, with the owner's mmap_lock held
- *         page table lock
+ *           page table lock
  *   xpmem_proc_lock              /proc/xpmem/<tgid> entries (xpmem_proc.c)
  *     xpmem_proc_ctx_lock        their ctx lists; a show takes it, then
  *                                xpmem_obj_lock
@@ -176,6 +179,7 @@ struct xpmem_att {
 	struct mmu_interval_notifier notifier;	/* owner's mapped range */
 	bool notifier_live;
 	struct mutex lock;		/* the notifier lock */
+	struct mutex pt_lock;		/* page table population (fault.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
 	bool dead;			/* under lock: SIGBUS on fault */
 	/* under lock: windows of faults in progress (xpmem_fault.c) */
@@ -203,6 +207,7 @@ struct xpmem_stats {
 	atomic_long_t fault_owner_waits;
 	atomic_long_t mkwrite_fast;
 	atomic_long_t pages_mapped;
+	atomic_long_t pmd_mapped;
 	atomic_long_t invalidations;
 };
 
@@ -252,6 +257,12 @@ void xpmem_fault_exit(void);
 extern const struct vm_operations_struct xpmem_vm_ops;
 extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
 bool xpmem_vma_is_att(struct vm_area_struct *vma);
+bool xpmem_fault_huge_enabled(void);
+unsigned long xpmem_att_get_unmapped_area(struct file *file,
+					  unsigned long addr,
+					  unsigned long len,
+					  unsigned long pgoff,
+					  unsigned long flags);	/* if huge */
 void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len);
 

@@ -47,6 +47,8 @@ static struct xpmem_stat_attr xpmem_stat_attrs[] = {
 	  &xpmem_stats.mkwrite_fast },
 	{ __ATTR(pages_mapped, 0444, xpmem_stat_show, NULL),
 	  &xpmem_stats.pages_mapped },
+	{ __ATTR(pmd_mapped, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.pmd_mapped },
 	{ __ATTR(invalidations, 0444, xpmem_stat_show, NULL),
 	  &xpmem_stats.invalidations },
 };

@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xpmem_huge - huge owner pages (THP, hugetlb) in attachments: mapped with
+ * one PMD where the kernel can (6.12: the module parameter huge_mappings
+ * exists and the counter pmd_mapped grows), 4 KiB PTEs elsewhere, and in
+ * both cases the same bytes as the owner through every owner event that
+ * changes a huge mapping (split, collapse, partial munmap, mprotect,
+ * MADV_DONTNEED, migration, COW after fork) and every attacher-side
+ * operation on it (mprotect, MADV_DONTNEED, partial munmap, mremap).
+ *
+ * The test process owns the memory; a forked child attaches it and runs
+ * commands the parent sends over a pipe (struct cmd), answering each with
+ * one int, so every step is checked in order without sleeps.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "xpmem_test.h"
+
+#define HPAGE		(2UL << 20)
+#define LEN		(2 * HPAGE)	/* every test: two huge pages */
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE	25
+#endif
+#ifndef MPOL_BIND
+#define MPOL_BIND	2
+#endif
+#ifndef MPOL_MF_MOVE
+#define MPOL_MF_MOVE	(1 << 1)
+#endif
+
+/* What the attaching child does on command, answering with one int. */
+enum {
+	C_CHECK,	/* [off, off+len) holds pattern seed: 0 / -1 */
+	C_ZERO,		/* [off, off+len) reads as zeros: 0 / -1 */
+	C_FILL,		/* write pattern seed over [off, off+len): 0 */
+	C_PROBE_R,	/* read one byte at off: 0 or the signal */
+	C_PROBE_W,	/* write one byte at off: 0 or the signal */
+	C_MPROTECT,	/* mprotect(off, len, seed): 0 / errno */
+	C_DONTNEED,	/* madvise(off, len, MADV_DONTNEED): 0 / errno */
+	C_MUNMAP,	/* munmap(off, len): 0 / errno */
+	C_MREMAP,	/* move the whole attachment elsewhere: 0 / errno */
+	C_ADDR,		/* attachment address modulo 2 MiB */
+	C_EXIT,
+};
+
+struct cmd {
+	int op;
+	unsigned int seed;
+	size_t off, len;
+};
+
+/* Huge PMDs in attachments: only where the module can make them. */
+static int huge_supported(void)
+{
+	char buf[4] = "";
+	int fd = open(PARAM_DIR "huge_mappings", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (read(fd, buf, sizeof(buf) - 1) < 1)
+		buf[0] = 'N';
+	close(fd);
+	return buf[0] == 'Y';
+}
+
+/* kB of AnonHugePages in the VMA of /proc/self/smaps starting at @p. */
+static long anon_huge_kb(void *p)
+{
+	char line[256], start[32];
+	long kb = -1;
+	int in = 0;
+	FILE *f;
+
+	snprintf(start, sizeof(start), "%lx-", (unsigned long)p);
+	f = fopen("/proc/self/smaps", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' '))
+			in = !strncmp(line, start, strlen(start));
+		else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
+}
+
+/* @len bytes, 2 MiB aligned, THP if the kernel gives it, filled. */
+static char *thp_alloc(size_t len, unsigned int seed)
+{
+	char *raw = mmap(NULL, len + HPAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p;
+
+	if (raw == MAP_FAILED)
+		return NULL;
+	p = (char *)(((uintptr_t)raw + HPAGE - 1) & ~(HPAGE - 1));
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	munmap(p + len, (size_t)(raw + HPAGE - p));
+	madvise(p, len, MADV_HUGEPAGE);
+	fill(p, len, seed);
+	return p;
+}
+
+static int child_loop(xpmem_segid_t segid, struct chan *ch)
+{
+	xpmem_apid_t apid;
+	struct cmd c;
+	char *a;
+	int fd, r;
+
+	if (child_attach(segid, XPMEM_RDWR, 0, LEN, &fd, &apid, &a))
+		return 1;
+	while (!recv_msg(ch->to_child[0], &c, sizeof(c))) {
+		switch (c.op) {
+		case C_CHECK:
+			r = check(a + c.off, c.len, c.seed);
+			break;
+		case C_ZERO:
+			r = all_bytes(a + c.off, c.len, 0);
+			break;
+		case C_FILL:
+			fill(a + c.off, c.len, c.seed);
+			r = 0;
+			break;
+		case C_PROBE_R:
+		case C_PROBE_W:
+			r = probe(a + c.off, c.op == C_PROBE_W, 1);
+			break;
+		case C_MPROTECT:
+			r = mprotect(a + c.off, c.len, (int)c.seed) ? errno : 0;
+			break;
+		case C_DONTNEED:
+			r = madvise(a + c.off, c.len, MADV_DONTNEED) ? errno : 0;
+			break;
+		case C_MUNMAP:
+			r = munmap(a + c.off, c.len) ? errno : 0;
+			break;
+		case C_MREMAP: {
+			/* a 2 MiB-congruent new place, so PMDs can move */
+			char *dst = mmap(NULL, LEN + HPAGE, PROT_NONE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			void *m;
+
+			if (dst == MAP_FAILED) {
+				r = errno;
+				break;
+			}
+			dst += ((uintptr_t)a - (uintptr_t)dst) & (HPAGE - 1);
+			m = mremap(a, LEN, LEN, MREMAP_MAYMOVE | MREMAP_FIXED,
+				   dst);
+			r = m == MAP_FAILED ? errno : 0;
+			if (!r)
+				a = m;
+			break;
+		}
+		case C_ADDR:
+			r = (int)((uintptr_t)a & (HPAGE - 1));
+			break;
+		default:
+			return 0;
+		}
+		if (send_msg(ch->to_parent[1], &r, sizeof(r)))
+			return 2;
+	}
+	return 0;
+}
+
+FIXTURE(huge)
+{
+	int fd;
+	int huge;		/* the module maps PMDs */
+	char *buf;		/* the owner's memory */
+	size_t maplen;		/* what to munmap at the end */
+	xpmem_segid_t segid;
+	struct chan ch;
+	pid_t child;
+};
+
+FIXTURE_SETUP(huge)
+{
+	self->fd = xp_open();
+	if (self->fd < 0)
+		SKIP(return, "no %s (module not loaded)", XPMEM_DEV_PATH);
+	self->huge = huge_supported();
+	self->child = -1;
+}
+
+FIXTURE_TEARDOWN(huge)
+{
+	struct cmd c = { .op = C_EXIT };
+
+	if (self->child > 0) {
+		send_msg(self->ch.to_child[1], &c, sizeof(c));
+		close(self->ch.to_child[1]);
+		wait_child(self->child);
+	}
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/*
+ * Export [buf, buf + LEN) and start the attaching child.  The child does
+ * not inherit the buffer (MADV_DONTFORK): shared copy-on-write, the
+ * owner's huge pages would be split by the first write.
+ */
+static int start(struct _test_data_huge *self)
+{
+	if (madvise(self->buf, LEN, MADV_DONTFORK) ||
+	    xp_make(self->fd, self->buf, LEN, 0600, &self->segid) ||
+	    chan_init(&self->ch))
+		return -1;
+	self->child = fork_child();
+	if (self->child < 0)
+		return -1;
+	if (self->child == 0) {
+		chan_child(&self->ch);
+		_exit(child_loop(self->segid, &self->ch));
+	}
+	chan_parent(&self->ch);
+	return 0;
+}
+
+/* Run one command in the child; its answer, or -1000 if it died. */
+static int run(struct _test_data_huge *self, int op, size_t off, size_t len,
+	       unsigned int seed)
+{
+	struct cmd c = { .op = op, .seed = seed, .off = off, .len = len };
+	int r;
+
+	if (send_msg(self->ch.to_child[1], &c, sizeof(c)) ||
+	    recv_msg(self->ch.to_parent[0], &r, sizeof(r)))
+		return -1000;
+	return r;
+}
+
+#define RUN(op, off, len, seed) run(self, op, off, len, seed)
+
+/*
+ * A THP owner: the attach address is congruent with the owner's, reads
+ * map PMDs (at most a fault per huge page, with slack for the PTE
+ * fallback's window), the first write to a read-only PMD makes it
+ * writable in one more fault, and the owner sees the bytes.
+ */
+TEST_F(huge, thp_read_then_write)
+{
+	long pmd0, f0, f1;
+
+	self->buf = thp_alloc(LEN, 1);
+	ASSERT_NE(NULL, self->buf);
+	if (anon_huge_kb(self->buf) < (long)(LEN >> 10))
+		SKIP(return, "no THP for the owner (AnonHugePages %ld kB)",
+		     anon_huge_kb(self->buf));
+	ASSERT_EQ(0, start(self));
+	if (self->huge)
+		ASSERT_EQ((int)((uintptr_t)self->buf & (HPAGE - 1)),
+			  RUN(C_ADDR, 0, 0, 0));
+	pmd0 = stat_read("pmd_mapped");
+	f0 = stat_read("faults");
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 1));
+	f1 = stat_read("faults");
+	TH_LOG("read pass: %ld faults, %ld PMDs", f1 - f0,
+	       stat_read("pmd_mapped") - pmd0);
+	if (self->huge) {
+		ASSERT_EQ(2, stat_read("pmd_mapped") - pmd0);
+		ASSERT_LE(f1 - f0, 2);
+	}
+	ASSERT_EQ(0, RUN(C_FILL, 0, LEN, 2));
+	TH_LOG("write pass: %ld faults", stat_read("faults") - f1);
+	if (self->huge)
+		ASSERT_LE(stat_read("faults") - f1, 2);
+	ASSERT_EQ(0, check(self->buf, LEN, 2));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 2));
+}
+
+/* Written first: one fault per huge page maps it writable at once. */
+TEST_F(huge, thp_write_first_one_fault)
+{
+	long pmd0, f0;
+
+	self->buf = thp_alloc(LEN, 3);
+	ASSERT_NE(NULL, self->buf);
+	if (anon_huge_kb(self->buf) < (long)(LEN >> 10))
+		SKIP(return, "no THP for the owner");
+	ASSERT_EQ(0, start(self));
+	pmd0 = stat_read("pmd_mapped");
+	f0 = stat_read("faults");
+	ASSERT_EQ(0, RUN(C_FILL, 0, LEN, 4));
+	TH_LOG("write-first pass: %ld faults, %ld PMDs",
+	       stat_read("faults") - f0, stat_read("pmd_mapped") - pmd0);
+	if (self->huge) {
+		ASSERT_EQ(2, stat_read("pmd_mapped") - pmd0);
+		ASSERT_LE(stat_read("faults") - f0, 2);
+	}
+	ASSERT_EQ(0, check(self->buf, LEN, 4));
+}
+
+/*
+ * Owner events on huge-mapped pages, each checked from the attacher:
+ * writes in place, mprotect (attacher writes SIGBUS, reads work), a THP
+ * split by a partial mprotect, MADV_DONTNEED, migration to the other
+ * NUMA node, partial munmap (SIGBUS there, the rest intact).
+ */
+TEST_F(huge, thp_owner_events)
+{
+	unsigned long node1 = 2;
+
+	self->buf = thp_alloc(LEN, 5);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_EQ(0, start(self));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 5));
+
+	/* in place */
+	fill(self->buf, LEN, 6);
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 6));
+
+	/* mprotect: the owner's read-only page is never written */
+	ASSERT_EQ(0, mprotect(self->buf, HPAGE, PROT_READ));
+	ASSERT_EQ(0, RUN(C_PROBE_R, 0, 0, 0));
+	ASSERT_EQ(SIGBUS, RUN(C_PROBE_W, 0, 0, 0));
+	ASSERT_EQ(0, check(self->buf, HPAGE, 6));
+	ASSERT_EQ(0, mprotect(self->buf, HPAGE, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(0, RUN(C_FILL, 0, HPAGE, 7));
+	ASSERT_EQ(0, check(self->buf, HPAGE, 7));
+
+	/* split the second THP by protecting half of it, then write both */
+	ASSERT_EQ(0, mprotect(self->buf + HPAGE, HPAGE / 2, PROT_READ));
+	ASSERT_EQ(0, mprotect(self->buf + HPAGE, HPAGE / 2,
+			      PROT_READ | PROT_WRITE));
+	fill(self->buf + HPAGE, HPAGE, 8);
+	ASSERT_EQ(0, RUN(C_CHECK, HPAGE, HPAGE, 8));
+	ASSERT_EQ(0, RUN(C_FILL, HPAGE, HPAGE, 9));
+	ASSERT_EQ(0, check(self->buf + HPAGE, HPAGE, 9));
+
+	/* MADV_DONTNEED: zeros, then new owner data */
+	ASSERT_EQ(0, madvise(self->buf, HPAGE, MADV_DONTNEED));
+	ASSERT_EQ(0, RUN(C_ZERO, 0, HPAGE, 0));
+	fill(self->buf, HPAGE, 10);
+	ASSERT_EQ(0, RUN(C_CHECK, 0, HPAGE, 10));
+
+	/* migration to node 1 (the VM has two nodes) keeps the bytes */
+	if (syscall(SYS_mbind, self->buf, LEN, MPOL_BIND, &node1,
+		    sizeof(node1) * 8, MPOL_MF_MOVE) == 0) {
+		ASSERT_EQ(0, RUN(C_CHECK, 0, HPAGE, 10));
+		ASSERT_EQ(0, RUN(C_CHECK, HPAGE, HPAGE, 9));
+		fill(self->buf, LEN, 11);
+		ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 11));
+	} else {
+		TH_LOG("mbind: %s (migration not checked)", strerror(errno));
+		fill(self->buf, LEN, 11);
+	}
+
+	/* partial munmap of the owner: SIGBUS there, the rest intact */
+	ASSERT_EQ(0, munmap(self->buf + HPAGE + HPAGE / 2, HPAGE / 2));
+	ASSERT_EQ(SIGBUS, RUN(C_PROBE_R, HPAGE + HPAGE / 2, 0, 0));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, HPAGE + HPAGE / 2, 11));
+}
+
+/*
+ * COW after fork in the owner: an attacher write breaks COW in the owner
+ * (the owner sees it), the owner's child keeps the old bytes.
+ */
+TEST_F(huge, thp_owner_fork_cow)
+{
+	struct chan sib;
+	pid_t pid;
+	char c;
+
+	self->buf = thp_alloc(LEN, 12);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_EQ(0, start(self));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 12));	/* PMDs mapped */
+	ASSERT_EQ(0, madvise(self->buf, LEN, MADV_DOFORK));
+	ASSERT_EQ(0, chan_init(&sib));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		chan_child(&sib);
+		if (recv_msg(sib.to_child[0], &c, 1))
+			_exit(1);
+		_exit(check(self->buf, LEN, 12) ? 2 : 0);
+	}
+	chan_parent(&sib);
+	ASSERT_EQ(0, RUN(C_FILL, 0, LEN, 13));
+	ASSERT_EQ(0, check(self->buf, LEN, 13));
+	ASSERT_EQ(0, send_msg(sib.to_child[1], "x", 1));
+	ASSERT_EQ(0, wait_child(pid));
+}
+
+/*
+ * MADV_COLLAPSE in the owner after the attacher mapped 4 KiB pages: the
+ * attacher keeps seeing the owner's bytes.  (Its range stays PTE-mapped:
+ * the PTE table is only freed when the attachment is unmapped.)
+ */
+TEST_F(huge, owner_collapse)
+{
+	long pmd0;
+
+	self->buf = thp_alloc(LEN, 14);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_EQ(0, madvise(self->buf, LEN, MADV_NOHUGEPAGE));
+	/* make it 4 KiB pages: split by a partial mprotect round trip */
+	ASSERT_EQ(0, mprotect(self->buf, PAGE, PROT_READ));
+	ASSERT_EQ(0, mprotect(self->buf + HPAGE, PAGE, PROT_READ));
+	ASSERT_EQ(0, mprotect(self->buf, LEN, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(0, start(self));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 14));
+	ASSERT_EQ(0, madvise(self->buf, LEN, MADV_HUGEPAGE));
+	if (madvise(self->buf, LEN, MADV_COLLAPSE))
+		SKIP(return, "MADV_COLLAPSE: %s", strerror(errno));
+	pmd0 = stat_read("pmd_mapped");
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 14));
+	TH_LOG("after the collapse: %ld PMDs mapped",
+	       stat_read("pmd_mapped") - pmd0);
+	fill(self->buf, LEN, 15);
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 15));
+	ASSERT_EQ(0, RUN(C_FILL, 0, LEN, 16));
+	ASSERT_EQ(0, check(self->buf, LEN, 16));
+}
+
+/*
+ * Attacher-side operations on huge-mapped pages: mprotect (a write to a
+ * read-only attachment range is SIGSEGV; back to read-write it works),
+ * MADV_DONTNEED (refaults the same bytes), mremap to another 2 MiB-
+ * congruent place, partial munmap (the rest stays).
+ */
+TEST_F(huge, attacher_side_ops)
+{
+	self->buf = thp_alloc(LEN, 17);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_EQ(0, start(self));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 17));
+	ASSERT_EQ(0, RUN(C_MPROTECT, 0, LEN, PROT_READ));
+	ASSERT_EQ(SIGSEGV, RUN(C_PROBE_W, PAGE, 0, 0));
+	ASSERT_EQ(0, RUN(C_MPROTECT, 0, LEN, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(0, RUN(C_FILL, 0, LEN, 18));
+	ASSERT_EQ(0, check(self->buf, LEN, 18));
+	ASSERT_EQ(0, RUN(C_DONTNEED, HPAGE / 2, HPAGE, 0));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 18));
+	ASSERT_EQ(0, RUN(C_MREMAP, 0, 0, 0));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 18));
+	fill(self->buf, LEN, 19);
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 19));
+	ASSERT_EQ(0, RUN(C_MUNMAP, HPAGE - PAGE, 2 * PAGE, 0));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, HPAGE - PAGE, 19));
+	fill(self->buf + HPAGE + PAGE, HPAGE - PAGE, 20);
+	ASSERT_EQ(0, RUN(C_CHECK, HPAGE + PAGE, HPAGE - PAGE, 20));
+}
+
+/* A hugetlb owner (the guest reserves huge pages): PMDs, same bytes. */
+TEST_F(huge, hugetlb_owner)
+{
+	long pmd0;
+
+	self->buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (self->buf == MAP_FAILED)
+		SKIP(return, "no hugetlb pages: %s", strerror(errno));
+	fill(self->buf, LEN, 20);
+	ASSERT_EQ(0, start(self));
+	pmd0 = stat_read("pmd_mapped");
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 20));
+	if (self->huge)
+		ASSERT_EQ(2, stat_read("pmd_mapped") - pmd0);
+	ASSERT_EQ(0, RUN(C_FILL, 0, LEN, 21));
+	ASSERT_EQ(0, check(self->buf, LEN, 21));
+	ASSERT_EQ(0, RUN(C_DONTNEED, 0, HPAGE, 0));
+	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 21));
+}
+
+/* Attacher threads of the race test: touch or discard until told to stop. */
+struct racer {
+	char *a;
+	int kind;		/* 0 read, 1 write, 2 MADV_DONTNEED */
+	volatile int *stop;
+	long rounds;
+};
+
+static void *racer_main(void *arg)
+{
+	struct racer *r = arg;
+	volatile char *v = r->a;
+	size_t off;
+
+	while (!*r->stop) {
+		for (off = 0; off < LEN; off += PAGE * 61) {
+			if (r->kind == 0)
+				(void)v[off];
+			else if (r->kind == 1)
+				v[off] = (char)off;
+		}
+		if (r->kind == 2)
+			madvise(r->a + (r->rounds & 1) * HPAGE, HPAGE,
+				MADV_DONTNEED);
+		r->rounds++;
+	}
+	return NULL;
+}
+
+/*
+ * Huge and 4 KiB mappings of one attachment racing: attacher threads
+ * read, write and MADV_DONTNEED (so slots go empty and fill again with
+ * PMDs or PTE tables) while the owner turns its memory from THP to 4 KiB
+ * pages and back.  Nothing may crash or warn (the console is checked),
+ * both sides progress, and afterwards the attacher sees the owner's bytes.
+ */
+TEST_F(huge, pmd_and_pte_faults_race)
+{
+	struct chan ch;
+	int rounds = 60, i;
+	pid_t pid;
+	char c;
+
+	self->buf = thp_alloc(LEN, 22);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_EQ(0, madvise(self->buf, LEN, MADV_DONTFORK));
+	ASSERT_EQ(0, xp_make(self->fd, self->buf, LEN, 0600, &self->segid));
+	ASSERT_EQ(0, chan_init(&ch));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct racer r[3];
+		pthread_t t[3];
+		volatile int stop = 0;
+		xpmem_apid_t apid;
+		char *a;
+		int fd, k;
+
+		chan_child(&ch);
+		if (child_attach(self->segid, XPMEM_RDWR, 0, LEN, &fd, &apid,
+				 &a))
+			_exit(1);
+		for (k = 0; k < 3; k++) {
+			r[k] = (struct racer){ .a = a, .kind = k, .stop = &stop };
+			if (pthread_create(&t[k], NULL, racer_main, &r[k]))
+				_exit(2);
+		}
+		if (send_msg(ch.to_parent[1], "r", 1) ||
+		    recv_msg(ch.to_child[0], &c, 1))
+			_exit(3);
+		stop = 1;
+		for (k = 0; k < 3; k++)
+			pthread_join(t[k], NULL);
+		for (k = 0; k < 3; k++)
+			if (!r[k].rounds)
+				_exit(10 + k);
+		/* quiet now: the owner's last bytes */
+		if (send_msg(ch.to_parent[1], "q", 1) ||
+		    recv_msg(ch.to_child[0], &c, 1))
+			_exit(4);
+		_exit(check(a, LEN, 23) ? 5 : 0);
+	}
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &c, 1));
+	for (i = 0; i < rounds; i++) {
+		char *h = self->buf + (i & 1) * HPAGE;
+
+		ASSERT_EQ(0, madvise(h, HPAGE, MADV_DONTNEED));
+		fill(h, HPAGE, (unsigned int)i);	/* THP again, if any */
+		ASSERT_EQ(0, mprotect(h, PAGE, PROT_READ));	/* split */
+		ASSERT_EQ(0, mprotect(h, PAGE, PROT_READ | PROT_WRITE));
+	}
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "s", 1));
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &c, 1));
+	fill(self->buf, LEN, 23);
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "c", 1));
+	ASSERT_EQ(0, wait_child(pid));
+}
+
+TEST_HARNESS_MAIN
