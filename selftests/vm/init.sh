@@ -219,19 +219,37 @@ if [ "$MODE" = demo ]; then
 fi
 
 if [ "$MODE" = bench ]; then
-	say "---- bench: through the module ----"
+	# One xpmem-bench run with the module: the table goes to the console,
+	# then table and CSV to the result channel between @@XPMEM BENCH lines
+	# (run.sh writes them to build/bench/).  Progress (stderr) streams to
+	# the console.  Shared-memory THP for the memfd baseline of the thp
+	# kind (off by default: with it, thp compares like with like).
+	T=/sys/kernel/mm/transparent_hugepage
+	[ -w $T/shmem_enabled ] && echo advise > $T/shmem_enabled
+	say "---- bench: xpmem-bench $BENCH_ARGS through the module ----"
+	say "THP enabled: $(cat $T/enabled 2>/dev/null), shmem_enabled:" \
+		"$(cat $T/shmem_enabled 2>/dev/null), 2 MiB huge pages free:" \
+		"$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null)"
 	if insmod /xpmem.ko; then
+		t0=$(date +%s)
 		# shellcheck disable=SC2086 # BENCH_ARGS is a word list
-		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-bench $BENCH_ARGS -m anon)
-		# shellcheck disable=SC2086
-		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-bench $BENCH_ARGS -m alloc)
+		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-bench $BENCH_ARGS \
+			-o /tmp/bench.csv > /tmp/bench.txt)
+		rc=$?
+		say "xpmem-bench exit status $rc after $(( $(date +%s) - t0 ))s"
+		cat /tmp/bench.txt
+		{
+			echo "@@XPMEM BENCH-TABLE-BEGIN"
+			cat /tmp/bench.txt
+			echo "@@XPMEM BENCH-TABLE-END rc=$rc"
+			echo "@@XPMEM BENCH-CSV-BEGIN"
+			cat /tmp/bench.csv 2>/dev/null
+			echo "@@XPMEM BENCH-CSV-END"
+		} > "$R"
 		unload_module && say "module unloaded"
 	else
 		say "insmod /xpmem.ko failed"
 	fi
-	say "---- bench: fallback (POSIX shm) ----"
-	# shellcheck disable=SC2086
-	(cd /tmp && XPMEM_BACKEND=shm /tools/xpmem-bench $BENCH_ARGS -m alloc)
 	rec DONE
 	say "done, powering off"
 	sync

@@ -6,8 +6,9 @@
 #   SUITE-FILTER  words; only suites whose name contains one of them run
 #                 (e.g. `selftests/vm/run.sh debian-6.1 xpmem_basic`)
 #   --demo        run /tools/xpmem-demo with and without the module instead
-#   --bench       run /tools/xpmem-bench (BENCH_ARGS) with the module, on
-#                 private anonymous and on shared memory, then on the fallback
+#   --bench       run /tools/xpmem-bench (options from BENCH_ARGS) once with
+#                 the module; write its table, CSV and a gnuplot plot to
+#                 build/bench/KERNEL.{txt,csv,svg}
 #
 # Steps: build xpmem.ko for KERNEL in build/mod/KERNEL, pack a busybox
 # initramfs (init = selftests/vm/init.sh) with the module, build/selftests/*,
@@ -31,7 +32,9 @@
 # uses build/qemu/KERNEL.<pid> instead.
 #
 # Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12: 1800;
-#   plus STRESS_TIMEOUT in long mode), SUITE_TIMEOUT (s per suite, default
+#   plus STRESS_TIMEOUT in long mode; --bench: 1800, debug-6.12: 3600),
+#   BENCH_ARGS (--bench: xpmem-bench options, e.g. "-s 4K,64M -r 3";
+#   default none, i.e. the tool's defaults), SUITE_TIMEOUT (s per suite, default
 #   300), VM_MEM_MB (default 2048, split over two NUMA nodes), VM_SMP (2),
 #   VERBOSE=1 streams the console live, NO_BUILD=1 skips `make userspace`,
 #   B (build dir, default build).
@@ -52,7 +55,7 @@ case "${1:-}" in
 --demo) mode=demo; shift ;;
 --bench) mode=bench; shift ;;
 esac
-[ $# -ge 1 ] || { sed -n '2,12p' "$0" >&2; exit 1; }
+[ $# -ge 1 ] || { sed -n '2,13p' "$0" >&2; exit 1; }
 kname=$1; shift
 filter="$*"
 
@@ -78,6 +81,13 @@ long) stress_timeout=28800 ;;
 esac
 stress_timeout=${STRESS_TIMEOUT:-$stress_timeout}
 case "$kname" in debug-*) def_timeout=1800 ;; *) def_timeout=900 ;; esac
+# The default bench (3 kinds, 4K..256M, 5 repeats) takes 2-4 minutes under
+# TCG on 2 cpus (more with other VMs on the same cores); twice the usual
+# limit leaves room for larger BENCH_ARGS.
+[ "$mode" = bench ] && def_timeout=$((def_timeout * 2))
+bench_args=${BENCH_ARGS:-}
+[[ "$bench_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
+	die "BENCH_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$bench_args'"
 [ "$stress" = long ] && def_timeout=$((def_timeout + stress_timeout))
 vm_timeout=${VM_TIMEOUT:-$def_timeout}
 suite_timeout=${SUITE_TIMEOUT:-300}
@@ -180,7 +190,7 @@ EOG
 	echo "KERNEL_NAME='$kname'"
 	echo "SUITE_TIMEOUT=$suite_timeout"
 	echo "SUITE_FILTER='$filter'"
-	echo "BENCH_ARGS='${BENCH_ARGS:--s 32 -r 3}'"
+	echo "BENCH_ARGS='$bench_args'"
 	echo "XPMEM_STRESS=$stress"
 	echo "STRESS_TIMEOUT=$stress_timeout"
 	# XPMEM_STRESS_SEED, _ONLY, _FUZZ_OPS, ... for the suite (one word each)
@@ -338,10 +348,45 @@ if [ "$mode" = demo ]; then
 	grep -q 'xpmem-demo: FAILED' "$out/console.log" && bad "the demo program reported a failure"
 fi
 if [ "$mode" = bench ]; then
-	# Ratios only: under TCG absolute times mean nothing.
-	tr -d '\r' < "$out/console.log" | grep -E '^xpmem-bench' | sed 's/^/  | /'
-	pass=$(tr -d '\r' < "$out/console.log" | grep -c '^xpmem-bench: backend' || true)
-	[ "$pass" = 3 ] || bad "xpmem-bench did not complete its three runs"
+	# The guest sends the table and the CSV framed by @@XPMEM BENCH lines on
+	# the result channel; they go to build/bench/KERNEL.{txt,csv}, the plot
+	# (gnuplot, if installed) to build/bench/KERNEL.svg.  Timings under TCG
+	# are emulated: the tool prints ratios measured within this one run.
+	bench_dir=$B/bench
+	mkdir -p "$bench_dir"
+	block() { awk -v b="@@XPMEM BENCH-$1-BEGIN" -v e="@@XPMEM BENCH-$1-END" '
+		$0 == b { on = 1; next } index($0, e) == 1 { exit } on { print }' "$res"; }
+	brc=$(sed -n 's/^@@XPMEM BENCH-TABLE-END rc=\([0-9]*\).*/\1/p' "$res" | tail -n 1)
+	btxt=$bench_dir/$kname.txt bcsv=$bench_dir/$kname.csv bsvg=$bench_dir/$kname.svg
+	{
+		echo "# selftests/vm/run.sh --bench $kname: $(basename "$KIMAGE"), QEMU TCG, $smp cpus," \
+			"$mem MiB, BENCH_ARGS='$bench_args', $(date -u '+%Y-%m-%d %H:%M UTC'), VM wall time ${wall}s"
+		block TABLE
+	} > "$btxt.tmp" && mv "$btxt.tmp" "$btxt"
+	block CSV > "$bcsv.tmp" && mv "$bcsv.tmp" "$bcsv"
+	sed 's/^/  | /' "$btxt"
+	if [ -z "$brc" ]; then
+		bad "xpmem-bench did not finish (see $out/console.log)"
+	elif [ "$brc" != 0 ]; then
+		bad "xpmem-bench exited with status $brc (see $out/console.log)"
+	elif [ "$(wc -l < "$bcsv")" -lt 2 ]; then
+		bad "xpmem-bench wrote no CSV rows"
+	else
+		echo "  ok    xpmem-bench: $btxt, $bcsv"
+		pass=1
+	fi
+	rm -f "$bsvg"	# never a plot of an older run beside this run's CSV
+	if [ "$(wc -l < "$bcsv")" -ge 2 ]; then
+		if ! command -v gnuplot >/dev/null; then
+			echo "  info  no plot: gnuplot is not installed (apt-get install gnuplot-nox)"
+		elif tools/xpmem-bench-plot.sh "$bcsv" "$bsvg.tmp.svg" \
+			"xpmem-bench, $kname ($(basename "$KIMAGE")), QEMU TCG, $smp cpus" >"$out/plot.log" 2>&1; then
+			mv "$bsvg.tmp.svg" "$bsvg"
+			echo "  info  plot: $bsvg"
+		else
+			echo "  info  no plot: tools/xpmem-bench-plot.sh failed: $(tail -n 1 "$out/plot.log")"
+		fi
+	fi
 fi
 grep -q '^@@XPMEM DONE' "$res" || bad "VM did not report DONE (crashed, hung or panicked?)"
 
