@@ -947,8 +947,20 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 	unsigned long *pfns;
 	vm_fault_t ret = VM_FAULT_FALLBACK;
 
-	if (order != PMD_ORDER || !xpmem_fault_huge_enabled() ||
-	    vma->vm_mm != att->mm || READ_ONCE(att->dead) ||
+	if (order != PMD_ORDER || !xpmem_fault_huge_enabled())
+		return VM_FAULT_FALLBACK;
+	/*
+	 * The core calls ->huge_fault under the per-VMA lock alone (unlike
+	 * ->fault and ->pfn_mkwrite, see vmf_can_call_fault()).  Waiting for
+	 * an owner's mmap_lock under it could close a cycle with writers of
+	 * both mms, and the owner's VMAs need the owner's mmap_lock anyway:
+	 * drop it and have the fault retried under the mmap_lock.
+	 */
+	if (vmf->flags & FAULT_FLAG_VMA_LOCK) {
+		vma_end_read(vma);
+		return VM_FAULT_RETRY;
+	}
+	if (vma->vm_mm != att->mm || READ_ONCE(att->dead) ||
 	    haddr < vma->vm_start || vma->vm_end - haddr < PMD_SIZE ||
 	    !IS_ALIGNED(att->seg->vaddr + (vmf->pgoff << PAGE_SHIFT) -
 			(vmf->address - haddr), PMD_SIZE))
