@@ -18,7 +18,8 @@ BUILD_PKGS="build-essential make gcc libc6-dev pkg-config kmod"
 TEST_PKGS="$BUILD_PKGS cpio xz-utils \
 gzip util-linux perl busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
 libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
-linux-source-6.12 man-db groff-base debhelper dh-dkms lintian fakeroot dpkg-dev"
+linux-source-6.12 man-db groff-base debhelper dh-dkms lintian fakeroot dpkg-dev \
+gnuplot-nox"
 
 mode=test
 check_only=0
