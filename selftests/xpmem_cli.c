@@ -623,6 +623,19 @@ __attribute__((constructor)) static void role_main(void)
 	      !strcmp(role, "peer") ? shm_peer() : 125);
 }
 
+/* Two O_CLOEXEC pipes, or none: 0 or -1. */
+static int pipe_pair(int to[2], int from[2])
+{
+	if (pipe2(to, O_CLOEXEC))
+		return -1;
+	if (pipe2(from, O_CLOEXEC)) {
+		close(to[0]);
+		close(to[1]);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * spawn_role - run this program as @role on the shm backend; its stdin in
  * @in, its stdout in @out.  Returns its pid, or -1.
@@ -632,13 +645,8 @@ static pid_t spawn_role(const char *role, int *in, int *out)
 	int to[2], from[2];
 	pid_t pid;
 
-	if (pipe2(to, O_CLOEXEC))
+	if (pipe_pair(to, from))
 		return -1;
-	if (pipe2(from, O_CLOEXEC)) {
-		close(to[0]);
-		close(to[1]);
-		return -1;
-	}
 	pid = fork_child();
 	if (pid == 0) {
 		if (dup2(to[0], 0) < 0 || dup2(from[1], 1) < 0 ||
@@ -919,13 +927,8 @@ static pid_t start_permit_child(xpmem_segid_t segid, struct got *g, int *stop)
 	int to[2], from[2];
 	pid_t pid;
 
-	if (pipe2(to, O_CLOEXEC))
+	if (pipe_pair(to, from))
 		return -1;
-	if (pipe2(from, O_CLOEXEC)) {
-		close(to[0]);
-		close(to[1]);
-		return -1;
-	}
 	pid = fork_child();
 	if (pid == 0) {
 		close(to[1]);

@@ -224,12 +224,13 @@ static const char *size_label(size_t size, char *buf, size_t len)
 	return buf;
 }
 
-static int full_write(int fd, const void *p, size_t len)
+/* All of @len bytes through @fd, retrying short transfers and EINTR. */
+static int full_io(int fd, void *p, size_t len, int writing)
 {
-	const char *c = p;
+	char *c = p;
 
 	while (len) {
-		ssize_t n = write(fd, c, len);
+		ssize_t n = writing ? write(fd, c, len) : read(fd, c, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -241,21 +242,14 @@ static int full_write(int fd, const void *p, size_t len)
 	return 0;
 }
 
+static int full_write(int fd, const void *p, size_t len)
+{
+	return full_io(fd, (void *)p, len, 1);
+}
+
 static int full_read(int fd, void *p, size_t len)
 {
-	char *c = p;
-
-	while (len) {
-		ssize_t n = read(fd, c, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		c += n;
-		len -= n;
-	}
-	return 0;
+	return full_io(fd, p, len, 0);
 }
 
 /* A value from /proc/meminfo in kB, or -1. */
