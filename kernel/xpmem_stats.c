@@ -7,6 +7,7 @@
  * attachments) are the live objects; tests use them to prove that cycles
  * leak nothing.
  */
+#include <linux/build_bug.h>
 #include <linux/device.h>
 #include <linux/sysfs.h>
 
@@ -64,8 +65,13 @@ static struct attribute *xpmem_stats_attrs[] = {
 	&xpmem_stat_attrs[7].attr.attr,
 	&xpmem_stat_attrs[8].attr.attr,
 	&xpmem_stat_attrs[9].attr.attr,
+	&xpmem_stat_attrs[10].attr.attr,
 	NULL,
 };
+
+/* one entry above per counter (a counter left out vanishes from sysfs) */
+static_assert(ARRAY_SIZE(xpmem_stats_attrs) ==
+	      ARRAY_SIZE(xpmem_stat_attrs) + 1);
 
 static const struct attribute_group xpmem_stats_group = {
 	.name = "stats",
