@@ -40,6 +40,7 @@ KERNEL_NAME=unknown
 XPMEM_STRESS=off
 STRESS_TIMEOUT=900
 STRESS_ENV=
+FALLBACK_PASS=1
 [ -f /etc/xpmem-run.conf ] && . /etc/xpmem-run.conf
 
 R=/dev/ttyS1
@@ -306,7 +307,11 @@ if [ -d /sys/module/xpmem ]; then
 	fi
 fi
 
-for n in $(suites lib_); do run_suite fallback "$n" -u XPMEM_BACKEND; done
+if [ "$FALLBACK_PASS" = 1 ]; then
+	for n in $(suites lib_); do run_suite fallback "$n" -u XPMEM_BACKEND; done
+else
+	say "fallback pass skipped (FALLBACK_PASS=0)"
+fi
 
 if [ -w /sys/kernel/debug/kmemleak ]; then
 	kmemleak_dump final
