@@ -5,8 +5,9 @@
  * Objects.  Exportable memory lives in shared objects: files created with
  * O_CREAT|O_EXCL under an unguessable name in $XPMEM_SHM_DIR (default
  * /dev/shm) and unlinked at once, or hugetlb memfds.  The owner keeps each
- * object open; peers reach it through /proc/<owner>/fd/<fd>, so nothing is
- * ever left in the directory, even after kill -9.
+ * object open; peers of its uid reach it through /proc/<owner>/fd/<fd>,
+ * peers of other uids receive descriptors from the owner (below), so
+ * nothing is ever left in the directory, even after kill -9.
  *
  * Ids.  Segids and apids of this backend are bit XPMEM_ID_BITS (46) plus 46
  * random bits: positive, at most 12 hex digits, never 0 or -1, and apart
@@ -31,6 +32,19 @@
  * inode with the slot.  The owner never has to run for this: a helper
  * thread only accepts and closes those connections so that the listen
  * queue never fills (shm_owner.c).
+ *
+ * Peers of another uid cannot read /proc/<owner>/fd (that needs ptrace
+ * access).  For them the owner's helper thread answers on the accepted
+ * connection itself: it checks the peer's credentials (SO_PEERCRED,
+ * SO_PEERGROUPS) against the permit mode and sends one struct shm_grant
+ * with SCM_RIGHTS: read-only descriptors of the registry and of the
+ * object and, when the mode lets that peer write, the object's read-write
+ * descriptor; or no descriptor and the errno of the refusal.  Root and
+ * peers of the owner's euid get no answer (they use /proc).  While the
+ * owner holds its registry open it holds an OFD write lock on the
+ * registry header; a peer with a read-only descriptor cannot take one, so
+ * a lock found there (F_OFD_GETLK) means the owner still runs and has not
+ * exec'd.
  */
 #ifndef _XPMEM_SHM_H
 #define _XPMEM_SHM_H
@@ -86,6 +100,66 @@ _Static_assert(sizeof(struct shm_reg_slot) == 64, "registry slot size");
 
 #define SHM_REG_SIZE	(sizeof(struct shm_reg_header) + \
 			 SHM_REG_SLOTS * sizeof(struct shm_reg_slot))
+
+/*
+ * The owner holds an OFD write lock on these bytes of its registry for as
+ * long as its registry descriptor is open (exit, kill -9 and exec drop it).
+ */
+#define SHM_REG_LOCK_START	0
+#define SHM_REG_LOCK_LEN	((off_t)sizeof(struct shm_reg_header))
+
+/*
+ * The owner's answer to a lookup by a peer of another uid: one message of
+ * exactly sizeof(struct shm_grant) bytes on the accepted connection, with
+ * shm_grant_fds(access) descriptors in one SCM_RIGHTS: [0] the registry,
+ * read-only; [1] the object, read-only; [2] the object, read-write (only
+ * for SHM_ACCESS_RDWR).  The slot fields are those of the segment's
+ * registry slot, which the peer compares with the slot itself.
+ */
+#define SHM_GRANT_MAGIC	0x5850474d4752414eULL	/* "XPGMGRAN" */
+
+enum shm_access {
+	SHM_ACCESS_NONE = 0,
+	SHM_ACCESS_READ = 1,
+	SHM_ACCESS_RDWR = 2,
+};
+
+/* Why a grant gives less than the peer asked for (log text only). */
+enum shm_grant_limit {
+	SHM_LIMIT_NONE = 0,
+	SHM_LIMIT_MODE = 1,	/* the permit mode */
+	SHM_LIMIT_SPAN = 2,	/* the object holds memory shared less */
+	SHM_LIMIT_OWNER = 3,	/* the owner could not send descriptors */
+};
+
+struct shm_grant {
+	uint64_t magic;		/* SHM_GRANT_MAGIC */
+	uint64_t segid;
+	int32_t error;		/* 0, or a refusal's positive errno */
+	uint32_t access;	/* enum shm_access: which descriptors follow */
+	uint32_t limit;		/* enum shm_grant_limit */
+	uint32_t slot;		/* segid % SHM_REG_SLOTS */
+	uint32_t mode;		/* permit mode */
+	uint32_t uid;		/* owner's euid at make time */
+	uint32_t gid;		/* owner's egid at make time */
+	uint32_t page_size;	/* object page size */
+	uint64_t offset;	/* segment start in the object */
+	uint64_t size;		/* segment size */
+	uint64_t obj_dev;
+	uint64_t obj_ino;
+	uint64_t reg_dev;
+	uint64_t reg_ino;
+};
+
+_Static_assert(sizeof(struct shm_grant) == 96, "grant size");
+
+/* Descriptors that come with a grant of @access. */
+static inline int shm_grant_fds(uint32_t access)
+{
+	return access == SHM_ACCESS_RDWR ? 3 :
+	       access == SHM_ACCESS_READ ? 2 : 0;
+}
+#define SHM_GRANT_MAX_FDS	3
 
 static inline off_t shm_slot_pos(unsigned int slot)
 {

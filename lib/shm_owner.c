@@ -17,8 +17,35 @@
  * (shm.h): the name keeps the segid unique while the segment lives, and a
  * peer learns the owner's pid from it with SO_PEERCRED.
  *
+ * Peers of other uids.  They cannot read /proc/<pid>/fd, so the accept
+ * thread answers their lookups itself (shm.h, struct shm_grant): it checks
+ * the connection's SO_PEERCRED and SO_PEERGROUPS against the segment's
+ * permit mode (the SysV check of shm_peer.c, without capabilities: root
+ * peers use /proc) and sends read-only descriptors of the registry and the
+ * object, plus the object's read-write descriptor when the mode lets that
+ * peer write.  A descriptor gives the whole object, not one segment's
+ * range, so the grant is also capped by the other segments on the same
+ * allocation: every byte of the allocation must lie in a live segment
+ * whose mode grants that peer the access (else less or nothing, with the
+ * reason).  The read-only descriptors are opened once, by the make of the
+ * first segment whose mode grants group or other read (reopening our own
+ * through /proc/self/fd; the object's file mode always keeps rw for its
+ * owner so that works), and kept: answering needs no new descriptor, so it
+ * works in an owner at EMFILE too.  Every send is MSG_DONTWAIT|MSG_NOSIGNAL
+ * on a fresh connection and the connection is closed right after: a peer
+ * that never reads costs us nothing but its queued message (whose
+ * descriptors count as in flight for our uid: a peer that hoards
+ * thousands of unread answers can make later sends fail, and those peers
+ * then get EAGAIN; it must have been granted access to do so).
+ *
+ * While the registry is open the owner holds an OFD write lock on its
+ * header (shm.h); peers of other uids test for it to tell that the owner
+ * still runs and has not exec'd.  It is taken on our own descriptor, so
+ * the read-only copies sent to peers never hold it.
+ *
  * Lock: owner_lock protects everything here; it is never nested with the
- * peer lock of shm_peer.c.
+ * peer lock of shm_peer.c.  The accept thread takes it once per
+ * connection.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,8 +78,10 @@ struct backing {
 	struct backing *next;
 	char *addr;
 	size_t size;
+	size_t used;		/* bytes asked for, page-rounded */
 	size_t page;		/* page size of the object */
 	int fd;
+	int rofd;		/* read-only reopen for other uids, or -1 */
 	dev_t dev;
 	ino_t ino;
 	enum backing_kind kind;
@@ -66,6 +95,7 @@ struct segment {
 	unsigned int slot;
 	int sock;		/* listening on the segid's abstract name */
 	struct backing *b;
+	struct shm_reg_slot info;	/* what its registry slot says */
 };
 
 static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -73,6 +103,8 @@ static struct backing *backings;
 static struct segment *segments;
 static int reg_fd = -1;
 static pid_t reg_pid;			/* process the registry belongs to */
+static int reg_rofd = -1;		/* read-only reopen, for other uids */
+static uint64_t reg_dev, reg_ino;	/* the registry's inode */
 static unsigned int nsegments;
 static struct segment *slot_seg[SHM_REG_SLOTS];	/* segment in each slot */
 static int accept_epfd = -1;		/* the accept thread's epoll set */
@@ -84,6 +116,13 @@ static pid_t accept_pid;		/* process the accept thread runs in */
 static int registry_create_locked(void)
 {
 	struct shm_reg_header hdr = { .magic = SHM_REG_MAGIC };
+	struct flock lk = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = SHM_REG_LOCK_START,
+		.l_len = SHM_REG_LOCK_LEN,
+	};
+	struct stat st;
 	int fd, ret;
 
 	/* Peers find it by this name among /proc/<pid>/fd (shm_peer.c). */
@@ -92,15 +131,22 @@ static int registry_create_locked(void)
 		return -errno;
 	hdr.pid = getpid();
 	hdr.nslots = SHM_REG_SLOTS;
+	/*
+	 * The lock lives as long as this open file description: it goes at
+	 * exit and exec (close-on-exec), and fork children close their copy.
+	 */
 	if (ftruncate(fd, (off_t)SHM_REG_SIZE) != 0 ||
 	    pwrite(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
-	    fchmod(fd, 0644) != 0) {
+	    fchmod(fd, 0644) != 0 || fcntl(fd, F_OFD_SETLK, &lk) != 0 ||
+	    fstat(fd, &st) != 0) {
 		ret = -errno;
 		close(fd);
 		return ret;
 	}
 	reg_fd = fd;
 	reg_pid = hdr.pid;
+	reg_dev = st.st_dev;
+	reg_ino = st.st_ino;
 	memset(slot_seg, 0, sizeof(slot_seg));
 	nsegments = 0;
 	return 0;
@@ -127,45 +173,299 @@ static void slot_clear(unsigned int slot)
 			      strerror(errno));
 }
 
+/* ---- answers to peers of other uids ------------------------------------ */
+
+/* A peer's credentials, from its connection. */
+struct peer_cred {
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;	/* supplementary groups */
+	int ngroups;
+};
+
+/*
+ * mode_access - what the permit mode of @s grants @who: the SysV check of
+ * shm_peer.c's check_mode(), on the peer's credentials instead of ours.
+ * No capability bypass: root peers do not ask us.
+ */
+static enum shm_access mode_access(const struct shm_reg_slot *s,
+				   const struct peer_cred *who)
+{
+	unsigned int bits;
+	int i, in = who->gid == s->gid;
+
+	for (i = 0; !in && i < who->ngroups; i++)
+		in = who->groups[i] == s->gid;
+	if (who->uid == s->uid)
+		bits = s->mode >> 6;
+	else
+		bits = in ? s->mode >> 3 : s->mode;
+	if ((bits & 6) == 6)
+		return SHM_ACCESS_RDWR;
+	return bits & 4 ? SHM_ACCESS_READ : SHM_ACCESS_NONE;
+}
+
+/* The part of an object that one segment grants, and at what access. */
+struct span {
+	uint64_t start, end;
+	enum shm_access access;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * object_access_locked - the most that a descriptor of @b's object may
+ * give @who, at most @want.
+ *
+ * A descriptor opens the whole object, not a segment's range: an access is
+ * granted only if every byte the application uses of the object lies in a
+ * live segment whose mode grants @who at least that access.
+ *
+ * Return: an enum shm_access, or -ENOMEM.
+ */
+static int object_access_locked(const struct backing *b,
+				enum shm_access want,
+				const struct peer_cred *who)
+{
+	struct span *sp = calloc(b->nsegs, sizeof(*sp));
+	const struct segment *seg;
+	unsigned int i, n = 0;
+	uint64_t end;
+	int a;
+
+	if (!sp)
+		return -ENOMEM;
+	for (seg = segments; seg && n < b->nsegs; seg = seg->next) {
+		if (seg->b != b)
+			continue;
+		a = mode_access(&seg->info, who);
+		if (a == SHM_ACCESS_NONE)
+			continue;
+		sp[n].start = seg->info.offset;
+		sp[n].end = seg->info.offset + seg->info.size;
+		sp[n].access = (enum shm_access)a;
+		n++;
+	}
+	qsort(sp, n, sizeof(*sp), span_cmp);
+	for (a = (int)want; a > SHM_ACCESS_NONE; a--) {
+		end = 0;
+		for (i = 0; i < n && end < b->used; i++) {
+			if ((int)sp[i].access < a)
+				continue;
+			if (sp[i].start > end)
+				break;		/* a hole */
+			if (sp[i].end > end)
+				end = sp[i].end;
+		}
+		if (end >= b->used)
+			break;
+	}
+	free(sp);
+	return a;
+}
+
+/* Send @g and @n descriptors in one message; never blocks, never SIGPIPE. */
+static int grant_send(int c, struct shm_grant *g, const int *fds, int n)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SHM_GRANT_MAX_FDS)];
+	} cm;
+	struct iovec iov = { .iov_base = g, .iov_len = sizeof(*g) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cmsg;
+	ssize_t r;
+
+	if (n) {
+		memset(&cm, 0, sizeof(cm));
+		msg.msg_control = cm.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+		cmsg = CMSG_FIRSTHDR(&msg);
+		cmsg->cmsg_level = SOL_SOCKET;
+		cmsg->cmsg_type = SCM_RIGHTS;
+		cmsg->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+		memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * (size_t)n);
+	}
+	r = sendmsg(c, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (r == (ssize_t)sizeof(*g))
+		return 0;
+	return r < 0 ? -errno : -EIO;
+}
+
+/*
+ * peer_groups - the supplementary groups of the peer on @c: in @buf if
+ * they fit in its @n entries, else in a new allocation.
+ *
+ * Return: the groups, or NULL with *count 0 when they cannot be read (the
+ * check then knows the primary group only, which can only grant less).
+ */
+static gid_t *peer_groups(int c, gid_t *buf, size_t n, int *count)
+{
+	socklen_t len = (socklen_t)(n * sizeof(gid_t));
+	gid_t *g = buf;
+
+	*count = 0;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERGROUPS, g, &len) != 0) {
+		if (errno != ERANGE || !(g = malloc(len)))
+			goto fail;
+		if (getsockopt(c, SOL_SOCKET, SO_PEERGROUPS, g, &len) != 0) {
+			free(g);
+			goto fail;
+		}
+	}
+	*count = (int)(len / sizeof(gid_t));
+	return g;
+
+fail:
+	xpmem_lib_log("accept: SO_PEERGROUPS: %s; the peer's supplementary "
+		      "groups are not considered", strerror(errno));
+	return NULL;
+}
+
+/*
+ * answer_locked - answer the lookup connection @c on @seg's socket.
+ *
+ * Root and peers of the segment's uid read the registry and the object
+ * through /proc and get nothing.  Others get a struct shm_grant: the
+ * descriptors their credentials allow, or none and the errno of the
+ * refusal.
+ */
+static void answer_locked(struct segment *seg, int c)
+{
+	struct backing *b = seg->b;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	gid_t gbuf[64], *groups;
+	struct peer_cred who;
+	struct shm_grant g;
+	int fds[SHM_GRANT_MAX_FDS] = { reg_rofd, b->rofd, b->fd };
+	int want, got, ret;
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+	    cred.uid == seg->info.uid || cred.uid == 0)
+		return;
+	groups = peer_groups(c, gbuf, sizeof(gbuf) / sizeof(gbuf[0]),
+			     &who.ngroups);
+	who.uid = cred.uid;
+	who.gid = cred.gid;
+	who.groups = groups;
+
+	memset(&g, 0, sizeof(g));
+	g.magic = SHM_GRANT_MAGIC;
+	g.segid = (uint64_t)seg->segid;
+	g.slot = seg->slot;
+	g.mode = seg->info.mode;
+	g.uid = seg->info.uid;
+	g.gid = seg->info.gid;
+	g.page_size = seg->info.page_size;
+	g.offset = seg->info.offset;
+	g.size = seg->info.size;
+	g.obj_dev = seg->info.obj_dev;
+	g.obj_ino = seg->info.obj_ino;
+	g.reg_dev = reg_dev;
+	g.reg_ino = reg_ino;
+
+	want = (int)mode_access(&seg->info, &who);
+	got = want ? object_access_locked(b, (enum shm_access)want, &who) :
+	      SHM_ACCESS_NONE;
+	if (got > SHM_ACCESS_NONE && (reg_rofd < 0 || b->rofd < 0))
+		got = -EBADF;	/* make opens them for such modes */
+	if (got < 0) {
+		g.error = EAGAIN;
+		g.limit = SHM_LIMIT_OWNER;
+		got = SHM_ACCESS_NONE;
+	} else if (want == SHM_ACCESS_NONE) {
+		g.error = EACCES;
+		g.limit = SHM_LIMIT_MODE;
+	} else if (got < want) {
+		g.limit = SHM_LIMIT_SPAN;
+		if (got == SHM_ACCESS_NONE)
+			g.error = EACCES;
+	}
+	g.access = (uint32_t)got;
+	ret = grant_send(c, &g, fds, shm_grant_fds(g.access));
+	if (ret && g.access && ret != -EPIPE && ret != -ECONNRESET) {
+		/* E.g. ETOOMANYREFS: too many of our descriptors in flight. */
+		xpmem_lib_log("accept: cannot send descriptors of %#llx to uid "
+			      "%u: %s", (unsigned long long)seg->segid,
+			      (unsigned int)cred.uid, strerror(-ret));
+		g.access = SHM_ACCESS_NONE;
+		g.error = EAGAIN;
+		g.limit = SHM_LIMIT_OWNER;
+		grant_send(c, &g, NULL, 0);
+	}
+	if (groups != gbuf)
+		free(groups);
+}
+
 /* ---- segment sockets and the accept thread ----------------------------- */
 
 /*
  * A peer's xpmem_get connects to the segment's socket, reads SO_PEERCRED
- * and closes; it never waits for us.  But the kernel keeps every
- * connection in the listen queue until it is accepted, closed or not, and
- * refuses new ones once the queue holds the backlog (net.core.somaxconn):
- * a socket nobody accepts on would stop resolving after that many gets.
- * So each owner process runs one thread, started by its first make, that
- * accepts and closes those connections.  It waits in epoll_wait() holding
- * nothing, and takes owner_lock only to accept on the sockets of live
- * segments, found by segid: it never touches a descriptor that the
- * application got back after a remove closed ours.
+ * and, if it has our uid or is root, closes: it never waits for us.  But
+ * the kernel keeps every connection in the listen queue until it is
+ * accepted, closed or not, and refuses new ones once the queue holds the
+ * backlog (net.core.somaxconn): a socket nobody accepts on would stop
+ * resolving after that many gets.  So each owner process runs one thread,
+ * started by its first make, that accepts those connections, answers the
+ * ones of peers of other uids (above) and closes them.  It waits in
+ * epoll_wait() holding nothing, and takes owner_lock only to accept on the
+ * sockets of live segments, found by segid, and answer: it never touches
+ * a descriptor that the application got back after a remove closed ours.
  */
 /*
- * Accept and close everything queued on @sock.  When the process is out of
- * descriptors, give back the spare one for each accept: a connection left
+ * accept_one_locked - a connection queued on @sock, or -1.  When the
+ * process is out of descriptors, the spare one is given back for it
+ * (*spare set: reopen it after closing the connection): a connection left
  * in the queue would wake epoll_wait() again at once, forever.
  */
-static void accept_drain_locked(int sock)
+static int accept_one_locked(int sock, int *spare)
 {
-	int c;
+	int c = accept4(sock, NULL, NULL, SOCK_CLOEXEC);
 
-	for (;;) {
-		c = accept4(sock, NULL, NULL, SOCK_CLOEXEC);
-		if (c >= 0) {
-			close(c);
-			continue;
+	*spare = 0;
+	if (c >= 0 || (errno != EMFILE && errno != ENFILE) || accept_spare < 0)
+		return c;
+	close(accept_spare);
+	accept_spare = -1;
+	*spare = 1;
+	return accept4(sock, NULL, NULL, SOCK_CLOEXEC);
+}
+
+/*
+ * accept_serve - accept, answer and close everything queued on the socket
+ * of the live segment @segid.  owner_lock is taken per connection, so the
+ * application's make/remove wait for one answer at most, and the segment
+ * is looked up by segid each time: a remove in between closes its socket
+ * (the connections still queued are reset: their peers get ENOENT) and we
+ * stop.
+ */
+static void accept_serve(uint64_t segid)
+{
+	struct segment *seg;
+	int c, spare;
+
+	do {
+		c = -1;
+		spare = 0;
+		pthread_mutex_lock(&owner_lock);
+		seg = slot_seg[xpmem_lib_shm_slot_of((xpmem_segid_t)segid)];
+		if (seg && (uint64_t)seg->segid == segid) {
+			c = accept_one_locked(seg->sock, &spare);
+			if (c >= 0) {
+				answer_locked(seg, c);
+				close(c);
+			}
 		}
-		if ((errno != EMFILE && errno != ENFILE) || accept_spare < 0)
-			return;
-		close(accept_spare);
-		c = accept4(sock, NULL, NULL, SOCK_CLOEXEC);
-		if (c >= 0)
-			close(c);
-		accept_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (c < 0)
-			return;
-	}
+		if (spare)
+			accept_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		pthread_mutex_unlock(&owner_lock);
+	} while (c >= 0);
 }
 
 /* What the accept thread is started with; on its creator's stack. */
@@ -179,7 +479,6 @@ static void *accept_main(void *arg)
 	struct accept_start *start = arg;
 	int epfd = start->epfd;
 	struct epoll_event ev[ACCEPT_EVENTS];
-	struct segment *seg;
 	int i, n;
 
 	sem_post(&start->running);	/* @start is gone after this */
@@ -193,14 +492,8 @@ static void *accept_main(void *arg)
 				      strerror(errno));
 			return NULL;
 		}
-		pthread_mutex_lock(&owner_lock);
-		for (i = 0; i < n; i++) {
-			seg = slot_seg[xpmem_lib_shm_slot_of(
-				(xpmem_segid_t)ev[i].data.u64)];
-			if (seg && (uint64_t)seg->segid == ev[i].data.u64)
-				accept_drain_locked(seg->sock);
-		}
-		pthread_mutex_unlock(&owner_lock);
+		for (i = 0; i < n; i++)
+			accept_serve(ev[i].data.u64);
 	}
 }
 
@@ -434,6 +727,7 @@ static int backing_migrate_locked(char *addr, size_t size,
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	b->rofd = -1;
 	ret = xpmem_lib_shm_object_create(size, &b->fd);
 	if (ret)
 		goto free_b;
@@ -454,7 +748,7 @@ static int backing_migrate_locked(char *addr, size_t size,
 		goto close_fd;
 	}
 	b->addr = addr;
-	b->size = size;
+	b->size = b->used = size;
 	b->page = xpmem_lib_page_size();
 	b->kind = BACKING_MIGRATED;
 	b->next = backings;
@@ -493,6 +787,8 @@ static void backing_unmigrate(struct backing *b)
 		munmap(view, b->size);
 	}
 	close(b->fd);
+	if (b->rofd >= 0)
+		close(b->rofd);
 }
 
 /* ---- fork -------------------------------------------------------------- */
@@ -536,7 +832,9 @@ static void owner_reset_in_child(void)
 	*pp = NULL;
 	if (reg_fd >= 0)
 		close(reg_fd);
-	reg_fd = -1;
+	if (reg_rofd >= 0)
+		close(reg_rofd);
+	reg_fd = reg_rofd = -1;
 	reg_pid = 0;
 	nsegments = 0;
 	memset(slot_seg, 0, sizeof(slot_seg));
@@ -560,6 +858,47 @@ void xpmem_lib_shm_owner_atfork(int phase)
 
 /* ---- make / remove ----------------------------------------------------- */
 
+/* A read-only descriptor of what our @fd opens: -errno on failure. */
+static int reopen_rdonly(int fd)
+{
+	char path[40];
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	return f < 0 ? -errno : f;
+}
+
+/*
+ * grant_fds_open_locked - the read-only descriptors of the registry and of
+ * @b's object that answer_locked() sends to peers of other uids; opened
+ * once, by the first make whose mode grants group or other read, and kept
+ * (so that answering needs no descriptor).
+ */
+static int grant_fds_open_locked(struct backing *b)
+{
+	int f;
+
+	if (reg_rofd < 0) {
+		f = reopen_rdonly(reg_fd);
+		if (f < 0)
+			goto fail;
+		reg_rofd = f;
+	}
+	if (b->rofd < 0) {
+		f = reopen_rdonly(b->fd);
+		if (f < 0)
+			goto fail;
+		b->rofd = f;
+	}
+	return 0;
+
+fail:
+	xpmem_lib_log("make: cannot reopen /proc/self/fd read-only for peers "
+		      "of other uids: %s", strerror(-f));
+	return f;
+}
+
 int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 		       xpmem_segid_t *segid)
 {
@@ -568,6 +907,7 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	struct shm_reg_slot slot = { 0 };
 	struct backing *b;
 	struct segment *seg;
+	unsigned int fmode;
 	int overlap, ret;
 
 	if (size == XPMEM_MAXADDR_SIZE) {
@@ -640,16 +980,24 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	slot.obj_ino = b->ino;
 	slot.offset = (uint64_t)(addr - b->addr);
 	slot.size = size;
-	/* The object's own mode mirrors the permits (read/write bits). */
-	if ((!b->nsegs || (b->mode | (unsigned int)mode) != b->mode) &&
-	    fchmod(b->fd, (b->mode | (unsigned int)mode) & 0666) == 0)
-		b->mode |= (unsigned int)mode;
-	ret = slot_write(seg->slot, &slot);
+	/*
+	 * The object's own mode mirrors the permits of its live segments
+	 * (read/write bits), plus rw for us: grant_fds_open_locked() reopens
+	 * it, and a process of our uid can fchmod it anyway.
+	 */
+	fmode = (b->nsegs ? b->mode : 0) | (unsigned int)mode;
+	if ((!b->nsegs || fmode != b->mode) &&
+	    fchmod(b->fd, (fmode & 0666) | 0600) == 0)
+		b->mode = fmode;
+	ret = mode & 0044 ? grant_fds_open_locked(b) : 0;
+	if (!ret)
+		ret = slot_write(seg->slot, &slot);
 	if (ret) {
 		segment_unlisten_locked(seg);
 		goto drop_backing;
 	}
 
+	seg->info = slot;
 	seg->b = b;
 	seg->next = segments;
 	segments = seg;
@@ -658,8 +1006,10 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	b->nsegs++;
 	*segid = seg->segid;
 	if (xpmem_lib_debug_enabled() && prctl(PR_GET_DUMPABLE) != 1)
-		xpmem_lib_log("process is not dumpable: peers cannot open "
-			      "/proc/%d/fd and will get EACCES", (int)reg_pid);
+		xpmem_lib_log("process is not dumpable: peers of uid %u cannot "
+			      "open /proc/%d/fd and will get EACCES (peers of "
+			      "other uids are answered by the accept thread)",
+			      (unsigned int)slot.uid, (int)reg_pid);
 	pthread_mutex_unlock(&owner_lock);
 	return 0;
 
@@ -728,7 +1078,9 @@ int xpmem_lib_shm_alloc(size_t size, unsigned int flags, void **addr)
 		return -ENOMEM;
 	if (size > SIZE_MAX - SHM_HUGE_PAGE)
 		goto free_b;
-	b->fd = -1;
+	b->fd = b->rofd = -1;
+	size = (size + page - 1) & ~(page - 1);
+	b->used = size;
 	if (flags & XPMEM_EXT_ALLOC_HUGETLB) {
 		size_t hsize = (size + SHM_HUGE_PAGE - 1) & ~(SHM_HUGE_PAGE - 1);
 
@@ -752,7 +1104,6 @@ int xpmem_lib_shm_alloc(size_t size, unsigned int flags, void **addr)
 				      "pages", strerror(-ret));
 	}
 	if (!b->addr) {
-		size = (size + page - 1) & ~(page - 1);
 		ret = xpmem_lib_shm_object_create(size, &b->fd);
 		if (ret)
 			goto free_b;
@@ -812,6 +1163,8 @@ int xpmem_lib_shm_free(void *addr)
 	pthread_mutex_unlock(&owner_lock);
 	munmap(b->addr, b->size);
 	close(b->fd);
+	if (b->rofd >= 0)
+		close(b->rofd);
 	free(b);
 	return 0;
 }

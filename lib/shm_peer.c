@@ -6,30 +6,69 @@
  * Finding a segment (shm.h has the layout).  xpmem_get connects to the
  * segid's abstract socket and reads SO_PEERCRED, which gives the owner's
  * pid as this process's PID namespace numbers it (0 when the owner is
- * outside it); no name, no live segment.  When this process's /proc
- * belongs to another PID namespace (a process that unshared its PID
- * namespace but kept its parent's /proc) the pid is translated into
- * /proc's numbering through a pidfd.  The owner's registry is then found
- * among /proc/<pid>/fd by its memfd name (the descriptor is remembered per
- * owner pid, so the directory is read once per owner), and the segment's
- * slot is the one at segid % SHM_REG_SLOTS, which must hold this segid.
+ * outside it: ENOENT) and its euid as of its listen(); no name, no live
+ * segment.  Then one of two ways:
  *
- * A permit holds three descriptors: the owner's /proc/<pid> directory (it
- * keeps naming that process even if the pid is reused), the owner's
- * registry (to notice xpmem_remove) and the object itself, opened O_RDONLY
- * or O_RDWR according to the permit.  Mappings of an O_RDONLY descriptor
+ * - Through /proc, when our euid is the owner's, or we are root (today's
+ *   way; the owner does not have to run).  The connection is closed at
+ *   once.  When this process's /proc belongs to another PID namespace (a
+ *   process that unshared its PID namespace but kept its parent's /proc)
+ *   the pid is translated into /proc's numbering through a pidfd.  The
+ *   owner's registry is found among /proc/<pid>/fd by its memfd name (the
+ *   descriptor is remembered per owner pid, so the directory is read once
+ *   per owner), the segment's slot is the one at segid % SHM_REG_SLOTS,
+ *   which must hold this segid, and after the permit check the object is
+ *   opened through /proc/<pid>/fd/<n>.  That needs ptrace read access to
+ *   the owner: its uid and a dumpable owner, or CAP_SYS_PTRACE.
+ *
+ * - From the owner, for peers of any other uid.  The owner's accept thread
+ *   checks our credentials itself (SO_PEERCRED, SO_PEERGROUPS) and answers
+ *   with one struct shm_grant and SCM_RIGHTS (shm_owner.c, shm.h): a
+ *   read-only registry descriptor and a read-only object descriptor, plus
+ *   a read-write one if the mode lets us write; or none and why.  We wait
+ *   for it at most CONNECT_WAIT_S (a stopped owner: EAGAIN), receive with
+ *   MSG_CMSG_CLOEXEC and check it all (size, magic, segid, descriptor
+ *   count, each descriptor's type, inode and access mode, the registry's
+ *   slot against the answer and the owner's lock on the registry) before
+ *   keeping anything; every received descriptor is closed on any error.
+ *   A peer without room for the descriptors gets EMFILE.  Because a
+ *   descriptor opens the whole object, the owner also refuses an access
+ *   when some of the allocation is in no segment granting it to us.
+ *
+ * A permit holds the owner's registry (to notice xpmem_remove), the object
+ * itself, opened O_RDONLY or O_RDWR according to the permit, and on the
+ * /proc way the owner's /proc/<pid> directory (it keeps naming that
+ * process even if the pid is reused).  Mappings of an O_RDONLY descriptor
  * cannot be made writable, so XPMEM_RDONLY is enforced by the kernel, not
- * by us.  An apid is SHM_ID_MARK plus 46 random bits, unique among this
- * process's permits: it only names a permit of this process.
+ * by us; a permit from the owner keeps only the descriptor its flags need.
+ * Before each attach, owner_alive() checks that the owner still holds the
+ * registry: through /proc, that it is still at its descriptor number; for
+ * a permit from the owner, that the owner's OFD write lock on the registry
+ * header is still there (exit, kill -9 and exec drop it; a read-only
+ * descriptor cannot take it, so no other peer can fake it).  An apid is
+ * SHM_ID_MARK plus 46 random bits, unique among this process's permits: it
+ * only names a permit of this process.
+ *
+ * Why not as first planned.  The plan kept a pidfd of the owner (from the
+ * SO_PEERCRED pid) to notice its exit; the lock replaces it because a
+ * pidfd does not see an exec (the /proc way does: the registry leaves the
+ * owner's descriptor table), because pidfd_open on a pid read earlier can
+ * name a reused pid, and because it costs a descriptor per permit.  The
+ * answer is waited for with poll() on the non-blocking connection, with a
+ * deadline that survives EINTR, rather than SO_RCVTIMEO.
  *
  * Permissions.  The check is the SysV IPC one done by the kernel backend
  * (owner, group, other bits of the permit mode against the owner's euid and
- * egid at make time; CAP_IPC_OWNER bypasses).  Beyond it, opening
- * /proc/<pid>/fd/<n> needs ptrace read access to the owner (same uid and a
- * dumpable owner, or CAP_SYS_PTRACE), and the object's file mode follows
- * the permit mode.  So a peer with another uid is refused (EACCES) even
- * when the mode grants group or other access: that is the one place where
- * the shm backend cannot match the kernel backend.
+ * egid at make time; the caller's egid and supplementary groups count;
+ * CAP_IPC_OWNER bypasses on the /proc way, i.e. for root).  On the /proc
+ * way we check it and the object's file mode (the union of its segments'
+ * modes, plus rw for the owner) applies to the open; from the owner, the
+ * owner checks our credentials, and a peer of another uid that has
+ * CAP_IPC_OWNER but is not root gets what the mode grants only.  What
+ * still differs from the kernel backend: a same-uid peer of a
+ * non-dumpable owner needs prctl(PR_SET_DUMPABLE, 1) in the owner, a
+ * stopped owner cannot answer peers of other uids, and those peers are
+ * refused a segment whose allocation is not shared with them as a whole.
  *
  * Lock: peer_lock protects the permit and attachment lists and the caches
  * below.
@@ -39,6 +78,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +87,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shm.h"
@@ -61,9 +102,9 @@ struct permit {
 	xpmem_apid_t apid;
 	xpmem_segid_t segid;
 	int flags;		/* XPMEM_RDONLY or XPMEM_RDWR */
-	int procfd;		/* /proc/<owner pid> */
+	int procfd;		/* /proc/<owner pid>; -1: from the owner */
 	int regfd;
-	int regfd_owner;	/* the registry's fd number in the owner */
+	int regfd_owner;	/* registry's fd number in the owner, or -1 */
 	int objfd;
 	unsigned int slot;
 	uint64_t offset;	/* segment start in the object */
@@ -104,20 +145,22 @@ void xpmem_lib_shm_peer_atfork(int phase)
 /* ---- finding the owner -------------------------------------------------- */
 
 /*
- * owner_pid - the pid of the process that listens on @segid's socket, in
- * this process's PID namespace.
+ * owner_connect - connect to @segid's socket; return the connection in
+ * @sock and, in @cred, the credentials of the process that listens on it
+ * as of its listen(): its pid in this process's PID namespace, its euid
+ * and egid.
  *
- * The connection is only for SO_PEERCRED; the owner's accept thread
- * accepts and closes it.  A full listen queue (more gets in flight than
- * the backlog) is waited out for at most CONNECT_WAIT_S.
+ * The owner's accept thread accepts the connection, and answers it when
+ * our euid differs from its own (get_from_owner).  A full listen queue
+ * (more gets in flight than the backlog) is waited out for at most
+ * CONNECT_WAIT_S.
  */
-static int owner_pid(xpmem_segid_t segid, pid_t *pid)
+static int owner_connect(xpmem_segid_t segid, int *sock, struct ucred *cred)
 {
 	struct timeval wait = { .tv_sec = CONNECT_WAIT_S };
 	struct sockaddr_un sun;
 	socklen_t alen = xpmem_lib_shm_sockaddr(segid, &sun);
-	struct ucred cred = { 0 };
-	socklen_t len = sizeof(cred);
+	socklen_t len = sizeof(*cred);
 	int fd, ret;
 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -131,9 +174,11 @@ static int owner_pid(xpmem_segid_t segid, pid_t *pid)
 			ret = connect(fd, (struct sockaddr *)&sun, alen) ?
 			      -errno : 0;
 	}
-	if (!ret && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+	memset(cred, 0, sizeof(*cred));
+	if (!ret && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len))
 		ret = -errno;
-	close(fd);
+	if (ret)
+		close(fd);
 	if (ret == -ECONNREFUSED || ret == -ENOENT) {
 		xpmem_lib_log("get %#llx: no such segment in this network "
 			      "namespace", (unsigned long long)segid);
@@ -145,12 +190,13 @@ static int owner_pid(xpmem_segid_t segid, pid_t *pid)
 			      CONNECT_WAIT_S);
 	if (ret)
 		return ret;
-	if (cred.pid <= 0) {
+	if (cred->pid <= 0) {
 		xpmem_lib_log("get %#llx: its owner is outside this PID "
 			      "namespace", (unsigned long long)segid);
+		close(fd);
 		return -ENOENT;
 	}
-	*pid = cred.pid;
+	*sock = fd;
 	return 0;
 }
 
@@ -372,19 +418,41 @@ static int registry_open(int procfd, pid_t pid, xpmem_segid_t segid,
 }
 
 /*
- * owner_alive - the owner still runs and still holds the registry @regfd at
- * descriptor @fd.  An exited owner has no descriptors left, even as a
- * zombie, and a /proc/<pid> directory of a reaped process stays empty even
- * when the pid is reused.
+ * registry_owned - whether the owner of the registry @regfd still holds
+ * it open: it keeps an OFD write lock on the header while it does (shm.h),
+ * which exit, kill -9 and exec drop, and which no holder of a read-only
+ * descriptor can take.
  */
-static int owner_alive(int procfd, int fd, int regfd)
+static int registry_owned(int regfd)
+{
+	struct flock lk = {
+		.l_type = F_RDLCK,
+		.l_whence = SEEK_SET,
+		.l_start = SHM_REG_LOCK_START,
+		.l_len = SHM_REG_LOCK_LEN,
+	};
+
+	return fcntl(regfd, F_OFD_GETLK, &lk) == 0 && lk.l_type == F_WRLCK;
+}
+
+/*
+ * owner_alive - the owner of permit @p still runs and still holds its
+ * registry.  Through /proc: the registry is still at its descriptor number
+ * in the owner (an exited owner has no descriptors left, even as a
+ * zombie, and a /proc/<pid> directory of a reaped process stays empty even
+ * when the pid is reused).  Otherwise: the owner's lock on it.
+ */
+static int owner_alive(const struct permit *p)
 {
 	struct stat a, b;
 	char path[32];
 
-	snprintf(path, sizeof(path), "fd/%d", fd);
-	return fstatat(procfd, path, &a, 0) == 0 && fstat(regfd, &b) == 0 &&
-	       a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+	if (p->procfd < 0)
+		return registry_owned(p->regfd);
+	snprintf(path, sizeof(path), "fd/%d", p->regfd_owner);
+	return fstatat(p->procfd, path, &a, 0) == 0 &&
+	       fstat(p->regfd, &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
 }
 
 /* SysV IPC style check, as ipcperms() does it. */
@@ -417,59 +485,312 @@ static struct permit *permit_find_locked(xpmem_apid_t apid)
 	return NULL;
 }
 
+/* Close a permit's descriptors and free it. */
+static void permit_free(struct permit *p)
+{
+	if (p->objfd >= 0)
+		close(p->objfd);
+	if (p->regfd >= 0)
+		close(p->regfd);
+	if (p->procfd >= 0)
+		close(p->procfd);
+	free(p);
+}
+
+/* ---- the two ways to a permit ------------------------------------------ */
+
+/*
+ * get_through_proc - fill @p for @segid from the owner's /proc/<@pid>: its
+ * registry, the permit check, the object opened for @flags.  The way for
+ * peers of the owner's uid (ptrace access) and root.
+ */
+static int get_through_proc(struct permit *p, xpmem_segid_t segid, int flags,
+			    pid_t pid, struct shm_reg_slot *s)
+{
+	char path[32];
+	struct stat st;
+	int ret;
+
+	ret = proc_pid(pid, &pid);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	p->procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p->procfd < 0) {
+		ret = errno == EACCES ? -EACCES : -ENOENT;
+		xpmem_lib_log("get: %s: %s", path, strerror(errno));
+		return ret;
+	}
+	ret = registry_open(p->procfd, pid, segid, &p->regfd_owner, s);
+	if (ret < 0)
+		return ret;
+	p->regfd = ret;
+	ret = check_mode(s, flags);
+	if (ret)
+		return ret;
+	ret = open_owner_fd(p->procfd, pid, s->obj_fd,
+			    flags == XPMEM_RDONLY ? O_RDONLY : O_RDWR);
+	if (ret < 0)
+		return ret;
+	p->objfd = ret;
+	/* Both were just opened through the owner's fd table: it is alive. */
+	if (fstat(p->objfd, &st) != 0 || st.st_ino != s->obj_ino ||
+	    st.st_dev != s->obj_dev) {
+		xpmem_lib_log("get %#llx: owner's object changed",
+			      (unsigned long long)segid);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Milliseconds left until @deadline (CLOCK_MONOTONIC), at least 0. */
+static int ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	long long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000 +
+	     (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : (int)ms;
+}
+
+/*
+ * grant_recv - wait at most CONNECT_WAIT_S for the owner's answer on
+ * @sock and check its form: exactly one struct shm_grant for @segid, with
+ * exactly the descriptors its access announces.  The descriptors received
+ * are in @fds (*nfds of them) whatever happens: the caller closes them.
+ */
+static int grant_recv(int sock, xpmem_segid_t segid, struct shm_grant *g,
+		      int *fds, int *nfds)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SHM_GRANT_MAX_FDS)];
+	} cm;
+	char data[sizeof(*g) + 1];	/* one more: a longer answer is bad */
+	struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+	struct msghdr msg;
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	struct timespec deadline;
+	struct cmsghdr *cmsg;
+	int bad = 0, i, k, r, fd;
+	ssize_t n;
+
+	memset(g, 0, sizeof(*g));
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += CONNECT_WAIT_S;
+	while ((r = poll(&pfd, 1, ms_left(&deadline))) <= 0) {
+		if (r == 0) {
+			xpmem_lib_log("get %#llx: no answer from the owner in "
+				      "%d s (its accept thread is busy or the "
+				      "process is stopped)",
+				      (unsigned long long)segid,
+				      CONNECT_WAIT_S);
+			return -EAGAIN;
+		}
+		if (errno != EINTR)
+			return -errno;
+	}
+	do {
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cm.buf;
+		msg.msg_controllen = sizeof(cm.buf);
+		n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == ECONNRESET || errno == EPIPE) {
+			xpmem_lib_log("get %#llx: removed, or its owner "
+				      "exited, while we waited",
+				      (unsigned long long)segid);
+			return -ENOENT;
+		}
+		return -errno;
+	}
+	for (cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+		if (cmsg->cmsg_level != SOL_SOCKET ||
+		    cmsg->cmsg_type != SCM_RIGHTS) {
+			bad = 1;
+			continue;
+		}
+		k = (int)((cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < k; i++) {
+			memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int),
+			       sizeof(fd));
+			if (*nfds < SHM_GRANT_MAX_FDS) {
+				fds[(*nfds)++] = fd;
+			} else {
+				close(fd);
+				bad = 1;
+			}
+		}
+	}
+	if (n == 0) {
+		xpmem_lib_log("get %#llx: the owner closed without an answer "
+			      "(a libxpmem that serves only its own uid?)",
+			      (unsigned long long)segid);
+		return -EACCES;
+	}
+	if ((msg.msg_flags & MSG_CTRUNC) && *nfds < SHM_GRANT_MAX_FDS) {
+		xpmem_lib_log("get %#llx: cannot receive the owner's "
+			      "descriptors (out of descriptors?)",
+			      (unsigned long long)segid);
+		return -EMFILE;
+	}
+	if (n == (ssize_t)sizeof(*g))
+		memcpy(g, data, sizeof(*g));
+	if (bad || (msg.msg_flags & MSG_CTRUNC) || n != (ssize_t)sizeof(*g) ||
+	    g->magic != SHM_GRANT_MAGIC || g->segid != (uint64_t)segid ||
+	    g->access > SHM_ACCESS_RDWR ||
+	    *nfds != shm_grant_fds(g->access)) {
+		xpmem_lib_log("get %#llx: malformed answer from the socket's "
+			      "owner (%zd bytes, %d descriptors)",
+			      (unsigned long long)segid, n, *nfds);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Whether @fd is a regular file of that inode, opened with @accmode. */
+static int fd_is(int fd, int accmode, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_ACCMODE) == accmode &&
+	       fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}
+
+/* Why the owner refused: one log line. */
+static void grant_log_refusal(xpmem_segid_t segid, const struct shm_grant *g,
+			      int flags)
+{
+	const char *want = flags == XPMEM_RDONLY ? "read" : "read-write";
+
+	if (g->limit == SHM_LIMIT_OWNER)
+		xpmem_lib_log("get %#llx: the owner could not send its "
+			      "descriptors (too many in flight?)",
+			      (unsigned long long)segid);
+	else if (g->limit == SHM_LIMIT_SPAN)
+		xpmem_lib_log("get %#llx (mode %#o): %s access refused: a peer "
+			      "of another uid gets the owner's whole "
+			      "allocation, and parts of it are in no segment "
+			      "that grants uid %u as much (granted: %s)",
+			      (unsigned long long)segid, g->mode, want,
+			      (unsigned int)geteuid(),
+			      g->access == SHM_ACCESS_READ ? "read" : "none");
+	else
+		xpmem_lib_log("get %#llx: mode %#o (owner uid %u gid %u) does "
+			      "not grant %s to uid %u",
+			      (unsigned long long)segid, g->mode, g->uid,
+			      g->gid, want, (unsigned int)geteuid());
+}
+
+/*
+ * get_from_owner - fill @p for @segid from the owner's answer on @sock:
+ * the way for peers of another uid, who cannot read /proc/<owner>/fd.
+ *
+ * The answer is checked completely before anything is kept: its form
+ * (grant_recv), the descriptors (regular files of the announced inodes,
+ * the access modes announced), the registry (valid, its slot holds @segid
+ * and agrees with the answer) and the owner's lock on it.  An XPMEM_RDONLY
+ * permit keeps only the read-only descriptor of the object.
+ */
+static int get_from_owner(struct permit *p, int sock, xpmem_segid_t segid,
+			  int flags, struct shm_reg_slot *s)
+{
+	int fds[SHM_GRANT_MAX_FDS] = { -1, -1, -1 };
+	int nfds = 0, i, ret;
+	struct shm_grant g;
+
+	ret = grant_recv(sock, segid, &g, fds, &nfds);
+	if (ret)
+		goto close_fds;
+	if (g.access == SHM_ACCESS_NONE ||
+	    (flags == XPMEM_RDWR && g.access != SHM_ACCESS_RDWR)) {
+		grant_log_refusal(segid, &g, flags);
+		ret = g.error == EAGAIN || g.error == ENOENT ? -g.error :
+		      -EACCES;
+		goto close_fds;
+	}
+	if (!fd_is(fds[0], O_RDONLY, g.reg_dev, g.reg_ino) ||
+	    !fd_is(fds[1], O_RDONLY, g.obj_dev, g.obj_ino) ||
+	    (nfds > 2 && !fd_is(fds[2], O_RDWR, g.obj_dev, g.obj_ino)) ||
+	    !registry_valid(fds[0]) ||
+	    g.slot != xpmem_lib_shm_slot_of(segid)) {
+		xpmem_lib_log("get %#llx: the owner's descriptors are not what "
+			      "its answer says", (unsigned long long)segid);
+		ret = -ENOENT;
+		goto close_fds;
+	}
+	if (!registry_holds(fds[0], segid, s) || !registry_owned(fds[0])) {
+		xpmem_lib_log("get %#llx: removed, or its owner exited, since "
+			      "it answered", (unsigned long long)segid);
+		ret = -ENOENT;
+		goto close_fds;
+	}
+	if (s->obj_dev != g.obj_dev || s->obj_ino != g.obj_ino ||
+	    s->offset != g.offset || s->size != g.size ||
+	    s->page_size != g.page_size || s->mode != g.mode ||
+	    s->uid != g.uid || s->gid != g.gid || !s->size ||
+	    s->page_size < xpmem_lib_page_size() ||
+	    (s->page_size & (s->page_size - 1))) {
+		xpmem_lib_log("get %#llx: the owner's answer does not match "
+			      "its registry", (unsigned long long)segid);
+		ret = -ENOENT;
+		goto close_fds;
+	}
+	p->regfd = fds[0];
+	i = flags == XPMEM_RDONLY ? 1 : 2;
+	p->objfd = fds[i];
+	fds[0] = fds[i] = -1;
+	ret = 0;
+
+close_fds:
+	for (i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return ret;
+}
+
 /* ---- get / release ------------------------------------------------------ */
 
 int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 {
 	struct shm_reg_slot s;
+	struct ucred cred;
 	struct permit *p;
-	char path[32];
-	struct stat st;
-	pid_t pid = 0;
+	uid_t me = geteuid();
 	uint64_t id;
-	int ret;
+	int sock = -1, ret;
 
 	if (!xpmem_lib_shm_id_valid(segid)) {
 		xpmem_lib_log("get %#llx: not a segid of the shm backend",
 			      (unsigned long long)segid);
 		return -ENOENT;
 	}
-	ret = owner_pid(segid, &pid);
-	if (!ret)
-		ret = proc_pid(pid, &pid);
+	ret = owner_connect(segid, &sock, &cred);
 	if (ret)
 		return ret;
 	p = calloc(1, sizeof(*p));
-	if (!p)
+	if (!p) {
+		close(sock);
 		return -ENOMEM;
-	p->regfd = p->objfd = -1;
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	p->procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (p->procfd < 0) {
-		ret = errno == EACCES ? -EACCES : -ENOENT;
-		xpmem_lib_log("get: %s: %s", path, strerror(errno));
-		goto free_p;
 	}
-	ret = registry_open(p->procfd, pid, segid, &p->regfd_owner, &s);
-	if (ret < 0)
-		goto close_fds;
-	p->regfd = ret;
-	ret = check_mode(&s, flags);
+	p->procfd = p->regfd = p->objfd = p->regfd_owner = -1;
+	if (me == cred.uid || me == 0) {
+		/* The owner does not answer us: let it close at once. */
+		close(sock);
+		ret = get_through_proc(p, segid, flags, cred.pid, &s);
+	} else {
+		ret = get_from_owner(p, sock, segid, flags, &s);
+		close(sock);
+	}
 	if (ret)
-		goto close_fds;
-	ret = open_owner_fd(p->procfd, pid, s.obj_fd,
-			    flags == XPMEM_RDONLY ? O_RDONLY : O_RDWR);
-	if (ret < 0)
-		goto close_fds;
-	p->objfd = ret;
-	/* Both were just opened through the owner's fd table: it is alive. */
-	if (fstat(p->objfd, &st) != 0 || st.st_ino != s.obj_ino ||
-	    st.st_dev != s.obj_dev) {
-		xpmem_lib_log("get %#llx: owner's object changed",
-			      (unsigned long long)segid);
-		ret = -ENOENT;
-		goto close_fds;
-	}
+		goto free_p;
 	p->segid = segid;
 	p->flags = flags;
 	p->slot = xpmem_lib_shm_slot_of(segid);
@@ -491,14 +812,8 @@ int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 	if (!ret)
 		return 0;
 
-close_fds:
-	if (p->objfd >= 0)
-		close(p->objfd);
-	if (p->regfd >= 0)
-		close(p->regfd);
-	close(p->procfd);
 free_p:
-	free(p);
+	permit_free(p);
 	return ret;
 }
 
@@ -536,10 +851,7 @@ int xpmem_lib_shm_release(xpmem_apid_t apid)
 		}
 	}
 	pthread_mutex_unlock(&peer_lock);
-	close(p->objfd);
-	close(p->regfd);
-	close(p->procfd);
-	free(p);
+	permit_free(p);
 	return 0;
 }
 
@@ -561,7 +873,7 @@ int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 		ret = -ENOENT;
 		goto unlock;
 	}
-	if (!owner_alive(p->procfd, p->regfd_owner, p->regfd) ||
+	if (!owner_alive(p) ||
 	    read_slot(p->regfd, p->slot, &s) ||
 	    s.segid != (uint64_t)p->segid) {
 		xpmem_lib_log("attach: segment was removed or its owner exited");
