@@ -881,12 +881,17 @@ TEST_F(lib, rdonly)
 
 /*
  * Owners are alice, peers bob and carol (no shared group), forked from the
- * test (root).  On shm the owners create their objects in a fresh
- * directory, which must be empty whenever a test looks, and at its end.
+ * test (root).  On shm the owners create their objects in a shm directory
+ * that must be empty whenever a test looks, and at its end: a tmpfs of
+ * the test's own mounted over /dev/shm in a private mount namespace (so a
+ * test killed by its timeout cannot leave anything behind either), or if
+ * that cannot be done a fresh directory, removed by the harness's parent
+ * process (an ASSERT in the test can skip a teardown in the test process).
  */
 FIXTURE(xuser)
 {
 	int backend;
+	int own_mount;		/* dir is our private tmpfs on /dev/shm */
 	char dir[64];
 };
 
@@ -896,26 +901,38 @@ FIXTURE_SETUP(xuser)
 
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	self->dir[0] = 0;
+	self->own_mount = 0;
 	self->backend = xpmem_ext_backend(&why);
 	if (self->backend == XPMEM_EXT_BACKEND_NONE)
 		SKIP(return, "no backend: %s", why);
 	if (geteuid() != 0)
 		SKIP(return, "needs root to switch uid/gid");
-	if (self->backend == XPMEM_EXT_BACKEND_SHM) {
+	if (self->backend != XPMEM_EXT_BACKEND_SHM)
+		return;
+	if (!unshare(CLONE_NEWNS) &&
+	    !mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) &&
+	    !mount("tmpfs", "/dev/shm", "tmpfs", 0, "mode=1777,size=64m")) {
+		self->own_mount = 1;
+		snprintf(self->dir, sizeof(self->dir), "/dev/shm");
+	} else {
 		snprintf(self->dir, sizeof(self->dir),
 			 "/dev/shm/xpmem-xuser-XXXXXX");
 		ASSERT_NE(NULL, mkdtemp(self->dir));
-		ASSERT_EQ(0, chmod(self->dir, 0777));
-		ASSERT_EQ(0, setenv("XPMEM_SHM_DIR", self->dir, 1));
+		if (chmod(self->dir, 0777)) {
+			rmdir(self->dir);
+			ASSERT_TRUE(0) TH_LOG("chmod %s: %s", self->dir,
+					      strerror(errno));
+		}
 	}
+	ASSERT_EQ(0, setenv("XPMEM_SHM_DIR", self->dir, 1));
+	ASSERT_EQ(0, count_dir(self->dir));
 }
 
-FIXTURE_TEARDOWN(xuser)
+FIXTURE_TEARDOWN_PARENT(xuser)
 {
-	if (self->dir[0]) {
-		unsetenv("XPMEM_SHM_DIR");
+	/* The private mount went with the test process's namespace. */
+	if (self->dir[0] && !self->own_mount)
 		rmdir(self->dir);
-	}
 }
 
 #define XU_SHM (self->backend == XPMEM_EXT_BACKEND_SHM)
