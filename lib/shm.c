@@ -68,7 +68,7 @@ static int shm_alloc(size_t size, unsigned int flags, void **addr)
 
 const struct xpmem_lib_backend xpmem_lib_shm_backend = {
 	.id = XPMEM_EXT_BACKEND_SHM,
-	.features = XPMEM_EXT_F_MIGRATE,
+	.features = XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER,
 	.version = shm_version,
 	.make = shm_make,
 	.remove = xpmem_lib_shm_remove,
