@@ -967,6 +967,30 @@ static void keep_fds(const int *all, int n, const int *keep, int nk)
 #define KEEP_NONE(all) keep_fds(all, (int)(sizeof(all) / sizeof((all)[0])), \
 				NULL, 0)
 
+/*
+ * In a fork child: become alice, make one xpmem_ext_alloc() page of
+ * pattern @seed with mode 0666, send its segid on @out and keep it until
+ * @hold reads end of file.
+ */
+static void __attribute__((noreturn)) alice_page_owner(unsigned int seed,
+							int out, int hold)
+{
+	xpmem_segid_t s;
+	unsigned char *buf;
+
+	if (become(ALICE, ALICE, 0))
+		_exit(10);
+	buf = xpmem_ext_alloc(page, 0);
+	if (!buf)
+		_exit(11);
+	fill(buf, page, seed);
+	s = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0666);
+	if (s <= 0 || write_all(out, &s, sizeof(s)))
+		_exit(12);
+	wait_eof(hold);
+	_exit(CHILD_OK);
+}
+
 /* Wait for child @pid and expect it to exit with @code. */
 #define ASSERT_CHILD(code, pid, what) do { \
 	int st_ = wait_child(pid); \
@@ -1507,20 +1531,8 @@ TEST_F(xuser, stopped_owner)
 	owner = fork_child();
 	ASSERT_LE(0, owner);
 	if (owner == 0) {
-		unsigned char *buf;
-
 		KEEP(all, seg[1], hold[0]);
-		if (become(ALICE, ALICE, 0))
-			_exit(10);
-		buf = xpmem_ext_alloc(page, 0);
-		if (!buf)
-			_exit(11);
-		fill(buf, page, 81);
-		s = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0666);
-		if (s <= 0 || write_all(seg[1], &s, sizeof(s)))
-			_exit(12);
-		wait_eof(hold[0]);
-		_exit(CHILD_OK);
+		alice_page_owner(81, seg[1], hold[0]);
 	}
 	KEEP(all, seg[0], hold[1]);
 	ASSERT_EQ(0, read_all(seg[0], &s, sizeof(s)));
@@ -1586,20 +1598,8 @@ TEST_F(xuser, peer_out_of_descriptors)
 	owner = fork_child();
 	ASSERT_LE(0, owner);
 	if (owner == 0) {
-		unsigned char *buf;
-
 		KEEP(all, seg[1], hold[0]);
-		if (become(ALICE, ALICE, 0))
-			_exit(10);
-		buf = xpmem_ext_alloc(page, 0);
-		if (!buf)
-			_exit(11);
-		fill(buf, page, 91);
-		s = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0666);
-		if (s <= 0 || write_all(seg[1], &s, sizeof(s)))
-			_exit(12);
-		wait_eof(hold[0]);
-		_exit(CHILD_OK);
+		alice_page_owner(91, seg[1], hold[0]);
 	}
 	KEEP(all, seg[0], hold[1]);
 	ASSERT_EQ(0, read_all(seg[0], &s, sizeof(s)));

@@ -19,7 +19,7 @@ TEST_PKGS="$BUILD_PKGS cpio xz-utils \
 gzip util-linux perl busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
 libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
 linux-source-6.12 man-db groff-base debhelper dh-dkms lintian fakeroot dpkg-dev \
-gnuplot-nox"
+gnuplot-nox openssl"
 
 mode=test
 check_only=0
