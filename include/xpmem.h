@@ -124,9 +124,82 @@ const char *xpmem_ext_backend_name(int backend);
 #define XPMEM_EXT_F_REVOKE	0x10UL
 /* attachments follow the owner's later munmap/mmap/fork (mirror) */
 #define XPMEM_EXT_F_COHERENT	0x20UL
+/* xpmem_ext_attach() takes its flags (the module answers XPMEM_CMD_EXT_QUERY) */
+#define XPMEM_EXT_F_ATTACH_OPTS	0x40UL
+/* owner huge pages (THP, hugetlb) map as huge pages in attachments */
+#define XPMEM_EXT_F_HUGE	0x80UL
+/* xpmem_ext_make() and xpmem_ext_get_key(): keys, read-only exports */
+#define XPMEM_EXT_F_KEYS	0x100UL
+/* authorization keys in xpmem_ext_make() and xpmem_ext_get*() */
+#define XPMEM_EXT_F_AUTH	0x200UL
 
 /* xpmem_ext_features - XPMEM_EXT_F_* of the active backend; 0 if none. */
 unsigned long xpmem_ext_features(void);
+
+/*
+ * xpmem_ext_attach - xpmem_attach() with options.
+ * @flags: 0 or more of (from xpmem_uapi.h)
+ *   XPMEM_EXT_ATTACH_RDONLY          map read-only, even through an
+ *                                    XPMEM_RDWR permit;
+ *   XPMEM_EXT_ATTACH_POPULATE        map what the owner has resident now,
+ *                                    so that a first read pass takes no
+ *                                    page faults;
+ *   XPMEM_EXT_ATTACH_POPULATE_WRITE  the same for a first write pass
+ *                                    (writable where the owner's pages are;
+ *                                    needs an XPMEM_RDWR permit).
+ * @vaddr, @size and the result are as for xpmem_attach(); flags 0 is
+ * exactly xpmem_attach().  Populating is best effort: ranges the owner
+ * maps nothing in are skipped.
+ *
+ * Returns the address, or (void *)-1 with errno: EINVAL for unknown flags
+ * or RDONLY with POPULATE_WRITE, EACCES for POPULATE_WRITE through an
+ * XPMEM_RDONLY permit, EOPNOTSUPP for flags on a module too old for them
+ * (XPMEM_EXT_F_ATTACH_OPTS is not in xpmem_ext_features()), and what
+ * xpmem_attach() returns.
+ */
+void *xpmem_ext_attach(struct xpmem_addr addr, size_t size, void *vaddr,
+		       unsigned int flags);
+
+/*
+ * xpmem_ext_make - xpmem_make() with options.
+ * @vaddr, @size: as for xpmem_make()
+ * @mode: the permit mode (0..0777), as XPMEM_PERMIT_MODE's value
+ * @flags: 0 or XPMEM_EXT_MAKE_RDONLY (xpmem_ext_get*() grant read-only
+ *         permits only, whatever the mode)
+ * @key, @key_len: NULL and 0, or a name of 1..XPMEM_EXT_KEY_MAX bytes
+ *         (any bytes, compared in full) under which xpmem_ext_get_key()
+ *         finds the segment in this IPC namespace until it is removed
+ * @auth, @auth_len: NULL and 0, or a secret of 1..XPMEM_EXT_AUTH_MAX bytes
+ *         that every get of the segment must present (xpmem_get() cannot)
+ *
+ * Returns the segid, or -1 with errno: EEXIST for a key in use, EINVAL for
+ * bad flags, lengths or mode, EOPNOTSUPP where XPMEM_EXT_F_KEYS is not in
+ * xpmem_ext_features(), and what xpmem_make() returns.
+ */
+xpmem_segid_t xpmem_ext_make(void *vaddr, size_t size, int mode,
+			     unsigned int flags, const void *key,
+			     size_t key_len, const void *auth,
+			     size_t auth_len);
+
+/*
+ * xpmem_ext_get - xpmem_get() presenting an authorization key.
+ * @auth, @auth_len: the segment's secret (NULL and 0 for none)
+ *
+ * Returns the apid, or -1 with errno: EACCES also for a missing or wrong
+ * authorization key, or one presented for a segment that has none.
+ */
+xpmem_apid_t xpmem_ext_get(xpmem_segid_t segid, int flags, const void *auth,
+			   size_t auth_len);
+
+/*
+ * xpmem_ext_get_key - xpmem_ext_get() of the segment made with @key.
+ * @segid: if not NULL, receives the segment's id
+ *
+ * ENOENT if no segment of this IPC namespace has the key.
+ */
+xpmem_apid_t xpmem_ext_get_key(const void *key, size_t key_len, int flags,
+			       const void *auth, size_t auth_len,
+			       xpmem_segid_t *segid);
 
 /* xpmem_ext_alloc() flags */
 #define XPMEM_EXT_ALLOC_HUGETLB	0x1U	/* try huge pages, quietly fall back */

@@ -118,4 +118,144 @@ struct xpmem_cmd_detach {
 #define XPMEM_ID_BITS		46
 #define XPMEM_ID_MAX		((1ULL << XPMEM_ID_BITS) - 1)
 
+/*
+ * Extension commands are _IOWR('x', 0x20 + n, struct): the number encodes
+ * the struct's size, so a struct that grows is a new command.  Every
+ * field is fixed-width and naturally aligned; the structs have no padding
+ * the compiler adds.  A flag bit this module does not know and a reserved
+ * field that is not 0 are EINVAL; a command it does not know is ENOTTY
+ * (so XPMEM_CMD_EXT_QUERY failing with ENOTTY means: a classic module).
+ * 32-bit processes get ENOTTY from every command (no compat_ioctl).
+ */
+#define XPMEM_EXT_NR_BASE	0x20
+#define XPMEM_EXT_ABI_VERSION	1
+
+/* Bit of an extension command in xpmem_ext_query.commands. */
+#define XPMEM_EXT_CMD_BIT(cmd)	(1ULL << (_IOC_NR(cmd) - XPMEM_EXT_NR_BASE))
+
+/* xpmem_ext_query.features */
+#define XPMEM_EXT_KF_HUGE_PMD	0x1ULL	/* owner PMDs map as attacher PMDs */
+#define XPMEM_EXT_KF_ATTACH	0x2ULL	/* XPMEM_CMD_EXT_ATTACH and its flags */
+#define XPMEM_EXT_KF_KEYS	0x4ULL	/* EXT_MAKE/EXT_GET: keys, auth, rdonly */
+
+/*
+ * XPMEM_CMD_EXT_QUERY: what the module offers (as UFFDIO_API does).
+ * Layout: flags@0 abi_version@4 module_version@8 fault_window_pages@12
+ * features@16 commands@24 max_segments@32 max_permits@36
+ * max_attachments@40 reserved0@44 reserved@48 (80).
+ */
+struct xpmem_ext_query {
+	__u32 flags;			/* in: 0 */
+	__u32 abi_version;		/* out: XPMEM_EXT_ABI_VERSION */
+	__u32 module_version;		/* out: as XPMEM_CMD_VERSION returns */
+	__u32 fault_window_pages;	/* out: pages mapped per fault at most */
+	__u64 features;			/* out: XPMEM_EXT_KF_* */
+	__u64 commands;			/* out: XPMEM_EXT_CMD_BIT() of each */
+	__u32 max_segments;		/* out: per open of the device */
+	__u32 max_permits;		/* out: per open of the device */
+	__u32 max_attachments;		/* out: per open of the device */
+	__u32 reserved0;		/* in: 0 */
+	__u64 reserved[4];		/* in: 0 */
+};
+
+/* xpmem_ext_attach.flags */
+#define XPMEM_EXT_ATTACH_RDONLY		0x1U	/* read-only, whatever the permit */
+#define XPMEM_EXT_ATTACH_FIXED		0x2U	/* exactly at vaddr (MAP_FIXED) */
+#define XPMEM_EXT_ATTACH_POPULATE	0x4U	/* map what the owner has now */
+#define XPMEM_EXT_ATTACH_POPULATE_WRITE	0x8U	/* and writable where it may be */
+#define XPMEM_EXT_ATTACH_FLAGS		0xfU
+
+/*
+ * XPMEM_CMD_EXT_ATTACH: ATTACH with options.  Without FIXED, vaddr must be
+ * 0 and the module chooses an address (congruent with the owner's modulo
+ * 2 MiB when huge mappings are on).  POPULATE maps, before returning, what
+ * one read of each fault window would map (the owner's resident pages;
+ * the first page of each window is faulted in the owner as a read would);
+ * POPULATE_WRITE (which needs a writable attachment) what one write would:
+ * those pages writable where the owner maps them writable, their folios
+ * dirtied.  Populating is best effort: a window the owner maps nothing in
+ * is skipped, and the attachment is made whatever it finds.
+ * Layout: apid@0 offset@8 size@16 vaddr@24 flags@32 reserved0@36
+ * reserved@40 (64).
+ */
+struct xpmem_ext_attach {
+	xpmem_apid_t apid;		/* in */
+	__u64 offset;			/* in: page aligned */
+	__u64 size;			/* in */
+	__u64 vaddr;			/* in: 0, or the address with FIXED; out */
+	__u32 flags;			/* in: XPMEM_EXT_ATTACH_* */
+	__u32 reserved0;		/* in: 0 */
+	__u64 reserved[3];		/* in: 0 */
+};
+
+/* Lengths of a requested key and of an authorization key. */
+#define XPMEM_EXT_KEY_MAX	40
+#define XPMEM_EXT_AUTH_MAX	64
+
+/* xpmem_ext_make.flags */
+#define XPMEM_EXT_MAKE_RDONLY	0x1U	/* GET grants XPMEM_RDONLY only */
+#define XPMEM_EXT_MAKE_KEY	0x2U	/* publish under key[0, key_len) */
+#define XPMEM_EXT_MAKE_AUTH	0x4U	/* GET must present auth[0, auth_len) */
+#define XPMEM_EXT_MAKE_FLAGS	0x7U
+
+/*
+ * XPMEM_CMD_EXT_MAKE: MAKE with options.  mode is the classic permit mode
+ * (0..0777).  A key is 1..XPMEM_EXT_KEY_MAX bytes compared in full (any
+ * bytes, length included); it names the segment in the caller's IPC
+ * namespace until the segment is removed, and a key in use there is
+ * EEXIST.  Keys are names, not secrets: an authorization key (1 ..
+ * XPMEM_EXT_AUTH_MAX bytes) is, and every GET of the segment must present
+ * it, besides passing the mode check (a classic GET cannot: EACCES).
+ * Bytes of key[] and auth[] past their lengths must be 0.
+ * Layout: vaddr@0 size@8 flags@16 mode@20 key_len@24 auth_len@28 key@32
+ * auth@72 segid@136 reserved@144 (160).
+ */
+struct xpmem_ext_make {
+	__u64 vaddr;			/* in: page aligned */
+	__u64 size;			/* in: bytes, or XPMEM_MAXADDR_SIZE */
+	__u32 flags;			/* in: XPMEM_EXT_MAKE_* */
+	__u32 mode;			/* in: permit mode, 0..0777 */
+	__u32 key_len;			/* in: with KEY 1..40, else 0 */
+	__u32 auth_len;			/* in: with AUTH 1..64, else 0 */
+	__u8 key[XPMEM_EXT_KEY_MAX];	/* in */
+	__u8 auth[XPMEM_EXT_AUTH_MAX];	/* in */
+	xpmem_segid_t segid;		/* out */
+	__u64 reserved[2];		/* in: 0 */
+};
+
+/* xpmem_ext_get.flags: XPMEM_RDONLY or XPMEM_RDWR, and */
+#define XPMEM_EXT_GET_BY_KEY	0x100U	/* find the segment by key */
+#define XPMEM_EXT_GET_AUTH	0x200U	/* present auth[0, auth_len) */
+#define XPMEM_EXT_GET_FLAGS	0x303U
+
+/*
+ * XPMEM_CMD_EXT_GET: GET with options.  With BY_KEY the segment is the one
+ * published under the key in the caller's IPC namespace (ENOENT if none)
+ * and its segid is returned; without, segid names it.  A segment made
+ * with an authorization key needs AUTH and that key (EACCES otherwise,
+ * and for a wrong one); AUTH for a segment without one is EACCES too.
+ * Layout: segid@0 flags@8 key_len@12 auth_len@16 reserved0@20 key@24
+ * auth@64 apid@128 reserved@136 (152).
+ */
+struct xpmem_ext_get {
+	xpmem_segid_t segid;		/* in without BY_KEY; out */
+	__u32 flags;			/* in: see above */
+	__u32 key_len;			/* in: with BY_KEY 1..40, else 0 */
+	__u32 auth_len;			/* in: with AUTH 1..64, else 0 */
+	__u32 reserved0;		/* in: 0 */
+	__u8 key[XPMEM_EXT_KEY_MAX];	/* in */
+	__u8 auth[XPMEM_EXT_AUTH_MAX];	/* in */
+	xpmem_apid_t apid;		/* out */
+	__u64 reserved[2];		/* in: 0 */
+};
+
+#define XPMEM_CMD_EXT_QUERY	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 0, \
+				      struct xpmem_ext_query)
+#define XPMEM_CMD_EXT_ATTACH	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 1, \
+				      struct xpmem_ext_attach)
+#define XPMEM_CMD_EXT_MAKE	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 2, \
+				      struct xpmem_ext_make)
+#define XPMEM_CMD_EXT_GET	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 3, \
+				      struct xpmem_ext_get)
+
 #endif /* _XPMEM_UAPI_H */

@@ -41,6 +41,22 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 #define XPMEM_HAVE_HUGE_PFNMAP	1
 #endif
 
+/*
+ * A writable, dirty PTE for a VMA that is never a shadow stack.  From 6.6
+ * pte_mkwrite() takes the VMA and is out of line on x86 (not exported);
+ * pte_mkwrite_novma() is what it does for every other VMA.  Made writable
+ * before dirty: with user shadow stacks, x86 keeps the dirty bit of a
+ * read-only PTE elsewhere.  XPMEM_HAVE_PTE_MKWRITE_NOVMA comes from Kbuild.
+ */
+static inline pte_t xpmem_pte_mkwrite_dirty(pte_t pte)
+{
+#ifdef XPMEM_HAVE_PTE_MKWRITE_NOVMA
+	return pte_mkdirty(pte_mkwrite_novma(pte));
+#else
+	return pte_mkdirty(pte_mkwrite(pte));
+#endif
+}
+
 /* User shadow stacks (6.6): attachments never mirror them. */
 #ifndef VM_SHADOW_STACK
 #define VM_SHADOW_STACK		VM_NONE

@@ -247,26 +247,104 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	return att;
 }
 
+/*
+ * Where populating goes on after a fault at @a (attachment mapped at
+ * @base) failed: the attacher address of the next owner VMA if @a is in a
+ * hole of the owner, or of the end of the owner VMA at @a if that is one
+ * no attachment may map; @end if nothing follows before it.  Called with
+ * no mmap_lock held.
+ */
+static unsigned long xpmem_att_skip_hole(struct xpmem_att *att,
+					 unsigned long base, unsigned long a,
+					 unsigned long end)
+{
+	struct mm_struct *owner = att->seg->mm;
+	unsigned long src = att->seg->vaddr + att->offset;
+	unsigned long oaddr = src + (a - base), d = end - base;
+	struct vm_area_struct *vma;
+
+	if (!mmget_not_zero(owner))
+		return end;
+	if (!mmap_read_lock_killable(owner)) {
+		vma = find_vma(owner, oaddr);
+		if (vma)	/* distances from src: both > a - base */
+			d = min(d, (vma->vm_start > oaddr ? vma->vm_start :
+				    vma->vm_end) - src);
+		mmap_read_unlock(owner);
+	}
+	mmput(owner);
+	return base + d;
+}
+
+/*
+ * POPULATE: fault each fault window of the new attachment at [base, end)
+ * once, as a read (or with @write, a write) of its first page would, so
+ * that the first pass over what the owner has resident takes no fault.
+ * Windows the owner maps nothing in are skipped by looking up its next
+ * VMA, so a sparse whole-address-space attachment costs one lookup per
+ * hole.  Best effort: stops early on a fatal signal, on an error other
+ * than a hole, or if the attachment is unmapped meanwhile.  The caller
+ * holds a reference to the attachment's file, so @att stays.
+ */
+static void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
+			       unsigned long end, bool write)
+{
+	unsigned long step = xpmem_fault_window_pages() << PAGE_SHIFT;
+	unsigned int flags = write ? FAULT_FLAG_WRITE : 0;
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	unsigned long a = base, next;
+	bool unlocked;
+	int ret;
+
+	if (mmap_read_lock_killable(mm))
+		return;
+	while (a < end && !fatal_signal_pending(current)) {
+		vma = vma_lookup(mm, a);
+		if (!vma || vma->vm_private_data != att)
+			break;			/* unmapped meanwhile */
+		next = min(ALIGN_DOWN(a, step) + step, end);
+		unlocked = false;
+		ret = fixup_user_fault(mm, a, flags, &unlocked);
+		if (ret && ret != -EFAULT)
+			break;
+		if (ret || need_resched()) {
+			mmap_read_unlock(mm);
+			if (ret)	/* nothing to map here */
+				next = xpmem_att_skip_hole(att, base, a, end);
+			cond_resched();
+			if (mmap_read_lock_killable(mm))
+				return;
+		}
+		a = next;
+	}
+	mmap_read_unlock(mm);
+}
+
 /**
- * xpmem_cmd_attach - ATTACH: map part of a segment into the caller
+ * xpmem_attach - ATTACH and EXT_ATTACH: map part of a segment into the caller
  * @ctx: the caller's device context
- * @cmd: classic ATTACH argument; @cmd->vaddr is the wanted address (0: any)
- *       on entry and the mapped address on success
+ * @apid: the caller's permit
+ * @offset: segment offset, page aligned
+ * @size: bytes, rounded up to whole pages
+ * @vaddr: with XPMEM_EXT_ATTACH_FIXED the address on entry (else 0); the
+ *         mapped address on success
+ * @flags: XPMEM_EXT_ATTACH_*
  *
- * A non-zero address is used as with MAP_FIXED, but may not cover an
+ * A FIXED address is used as with MAP_FIXED, but may not cover an
  * existing attachment, nor the attachment's own source range when the
- * caller owns the segment.  The size is rounded up to whole pages.
- * @cmd->fd is ignored; @cmd->flags must be 0.
+ * caller owns the segment.  RDONLY maps read-only through any permit.
+ * POPULATE and POPULATE_WRITE fault the new mapping in (xpmem_uapi.h).
  *
  * Return: 0, -EINVAL for a malformed request, -ENOENT for an unknown or
  * released permit or a removed segment or exited owner, -EACCES for
- * another process's permit, -ENOSPC over the max_attachments limit,
- * -ENOMEM, or what mmap returns.
+ * another process's permit or POPULATE_WRITE through a read-only one,
+ * -ENOSPC over the max_attachments limit, -ENOMEM, or what mmap returns.
  */
-int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
+int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
+		 u64 size, unsigned long *vaddr, unsigned int flags)
 {
-	unsigned long size = PAGE_ALIGN(cmd->size);
-	unsigned long addr = cmd->vaddr;
+	unsigned long addr = *vaddr;
 	struct xpmem_permit *permit;
 	struct inode *inode;
 	struct xpmem_seg *seg;
@@ -275,13 +353,19 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
 	unsigned long mapped;
 	int ret;
 
-	if (cmd->flags || cmd->apid <= 0)
+	if ((flags & ~XPMEM_EXT_ATTACH_FLAGS) || apid <= 0)
 		return -EINVAL;
-	if (cmd->offset < 0 || offset_in_page(cmd->offset) || !cmd->size ||
-	    !size || offset_in_page(addr))
+	if ((flags & XPMEM_EXT_ATTACH_RDONLY) &&
+	    (flags & XPMEM_EXT_ATTACH_POPULATE_WRITE))
 		return -EINVAL;
+	if (!(flags & XPMEM_EXT_ATTACH_FIXED) && addr)
+		return -EINVAL;
+	if (offset_in_page(offset) || !size || size > TASK_SIZE ||
+	    offset_in_page(addr))
+		return -EINVAL;
+	size = PAGE_ALIGN(size);
 
-	permit = xpmem_permit_lookup(cmd->apid);
+	permit = xpmem_permit_lookup(apid);
 	if (!permit)
 		return -ENOENT;
 	if (permit->mm != ctx->mm) {
@@ -289,26 +373,32 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
 		goto put_permit;
 	}
 	seg = permit->seg;
-	if (cmd->offset >= seg->size || size > seg->size - cmd->offset) {
+	if (offset >= seg->size || size > seg->size - offset) {
 		ret = -EINVAL;
+		goto put_permit;
+	}
+	if ((flags & XPMEM_EXT_ATTACH_POPULATE_WRITE) && !permit->writable) {
+		ret = -EACCES;
 		goto put_permit;
 	}
 	if (READ_ONCE(seg->removed) || !xpmem_seg_owner_alive(seg)) {
 		ret = -ENOENT;
 		goto put_permit;
 	}
-	if (addr) {
-		ret = xpmem_attach_fixed_ok(seg, cmd->offset, addr, size);
+	if (flags & XPMEM_EXT_ATTACH_FIXED) {
+		ret = xpmem_attach_fixed_ok(seg, offset, addr, size);
 		if (ret)
 			goto put_permit;
 	}
 
-	att = xpmem_att_alloc(ctx, permit, cmd->offset, size);
+	att = xpmem_att_alloc(ctx, permit, offset, size);
 	if (IS_ERR(att)) {
 		ret = PTR_ERR(att);
 		goto put_permit;
 	}
 	/* att owns the permit reference now */
+	if (flags & XPMEM_EXT_ATTACH_RDONLY)
+		att->writable = false;
 	ret = xpmem_att_mirror(att);
 	if (ret)
 		goto free_att;
@@ -336,11 +426,16 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
 
 	mapped = vm_mmap(file, addr, size,
 			 PROT_READ | (att->writable ? PROT_WRITE : 0),
-			 MAP_SHARED | (addr ? MAP_FIXED : 0), cmd->offset);
+			 MAP_SHARED | (addr ? MAP_FIXED : 0), offset);
+	if (!IS_ERR_VALUE(mapped) &&
+	    (flags & (XPMEM_EXT_ATTACH_POPULATE |
+		      XPMEM_EXT_ATTACH_POPULATE_WRITE)))
+		xpmem_att_populate(att, mapped, mapped + size,
+				   flags & XPMEM_EXT_ATTACH_POPULATE_WRITE);
 	fput(file);
 	if (IS_ERR_VALUE(mapped))
 		return (int)mapped;
-	cmd->vaddr = mapped;
+	*vaddr = mapped;
 	return 0;
 
 put_module:
@@ -353,6 +448,31 @@ free_att:
 
 put_permit:
 	xpmem_permit_put(permit);
+	return ret;
+}
+
+/**
+ * xpmem_cmd_attach - the classic ATTACH
+ * @ctx: the caller's device context
+ * @cmd: classic ATTACH argument; @cmd->vaddr is the wanted address (0: any)
+ *       on entry and the mapped address on success
+ *
+ * A non-zero address is FIXED (xpmem_attach()).  @cmd->fd is ignored;
+ * @cmd->flags must be 0.
+ *
+ * Return: as xpmem_attach().
+ */
+int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
+{
+	unsigned long vaddr = cmd->vaddr;
+	int ret;
+
+	if (cmd->flags || cmd->offset < 0)
+		return -EINVAL;
+	ret = xpmem_attach(ctx, cmd->apid, cmd->offset, cmd->size, &vaddr,
+			   vaddr ? XPMEM_EXT_ATTACH_FIXED : 0);
+	if (!ret)
+		cmd->vaddr = vaddr;
 	return ret;
 }
 

@@ -20,20 +20,24 @@
  * An invalidation marks only the faults whose window it overlaps, so a
  * whole-address-space attachment does not lose its faults to unrelated
  * owner activity (madvise, reclaim, NUMA hinting elsewhere).
- * No page is pinned beyond the PTE.  Every PTE is a special PFN PTE
- * (vmf_insert_mixed() on a VM_MIXEDMAP | VM_IO VMA): get_user_pages()
- * never finds the owner's page through an attachment, so nothing outlives
- * an invalidation or a REMOVE.
+ * No page is pinned beyond the PTE.  Every PTE is a special PFN PTE (as
+ * vmf_insert_mixed() makes on a VM_MIXEDMAP | VM_IO VMA; the window is
+ * filled under one page table lock with apply_to_page_range()):
+ * get_user_pages() never finds the owner's page through an attachment, so
+ * nothing outlives an invalidation or a REMOVE.
  *
- * Writable attachments use write notification: PTEs start read-only and
- * the first write to each goes through ->pfn_mkwrite, which makes the
- * owner's page writable (breaking COW in the owner if needed), marks the
- * owner's folio dirty and accessed, and only then lets the core make the
- * PTE writable.  An attacher therefore never writes into a page the owner
- * maps read-only, and reclaim never discards a page an attacher wrote.  A
- * write ->fault that found the owner's page writable remembers it (att->wok)
- * until an invalidation touches it, so the ->pfn_mkwrite that follows needs
- * no owner lock.
+ * Writable attachments use write notification.  A read fault maps its
+ * window read-only; the first write to each page goes through
+ * ->pfn_mkwrite, which makes the owner's page writable (breaking COW in
+ * the owner if needed), marks the owner's folio dirty and accessed, and
+ * only then lets the core make the PTE writable.  A write fault makes the
+ * owner's faulting page writable the same way and gives write access at
+ * once to every page of its window the owner maps writable, their folios
+ * dirtied first.  An attacher therefore never writes into a page the
+ * owner maps read-only, and reclaim never discards a page an attacher
+ * wrote.  A write ->fault that found the owner's page writable remembers
+ * it (att->wok) until an invalidation touches it, so that a ->pfn_mkwrite
+ * on a PTE another thread mapped read-only meanwhile needs no owner lock.
  *
  * Huge mappings (6.12, compat.h): when the owner maps a 2 MiB range with
  * one PMD (a THP, a hugetlb page, or part of a 1 GiB one) at an address
@@ -269,7 +273,10 @@ const struct mmu_interval_notifier_ops xpmem_att_mni_ops = {
 
 /* ---- the fault ---------------------------------------------------------- */
 
-static unsigned long xpmem_window_pages(void)
+/**
+ * xpmem_fault_window_pages - pages a fault maps at most (a power of two)
+ */
+unsigned long xpmem_fault_window_pages(void)
 {
 	unsigned int n = READ_ONCE(fault_window_pages);
 
@@ -407,9 +414,33 @@ static void xpmem_fault_touch(unsigned long hmm_pfn, bool write)
 	 * callback): its mapping is alive, as the page table lock would
 	 * guarantee for the owner's own write fault.
 	 */
-	if (write)
+	if (write && !folio_test_dirty(folio))
 		folio_mark_dirty(folio);
 	folio_mark_accessed(folio);
+}
+
+/*
+ * A write fault maps the owner-writable pages of its window writable:
+ * their folios become dirty first, as if the attacher had written each
+ * (it may, without another fault).  Accessed is the faulting page's alone.
+ */
+static void xpmem_fault_dirty_window(const unsigned long *pfns,
+				     unsigned long npages)
+{
+	struct folio *folio, *last = NULL;
+	unsigned long i, pfn;
+
+	for (i = 0; i < npages; i++) {
+		pfn = xpmem_hmm_pfn(pfns[i]);
+		if (!(pfns[i] & HMM_PFN_VALID) || (pfns[i] & HMM_PFN_ERROR) ||
+		    !(pfns[i] & HMM_PFN_WRITE) || !pfn_valid(pfn) ||
+		    is_zero_pfn(pfn))
+			continue;
+		folio = page_folio(pfn_to_page(pfn));
+		if (folio != last && !folio_test_dirty(folio))
+			folio_mark_dirty(folio);
+		last = folio;
+	}
 }
 
 /* att->wok entries: owner address | XPMEM_WOK_VALID */
@@ -459,38 +490,81 @@ static bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf,
 	return hit;
 }
 
+/* One window's insertion, for xpmem_fill_pte(). */
+struct xpmem_fill {
+	struct vm_area_struct *vma;
+	const unsigned long *pfns;
+	unsigned long start;	/* attacher address of pfns[0] */
+	bool write;		/* map owner-writable pages writable */
+	unsigned long mapped;
+};
+
 /*
- * Map the resolved window [start, start + npages pages) of the attacher.
+ * apply_to_page_range() callback, under the attacher's page table lock:
+ * map one resolved page with a special PTE (as vmf_insert_mixed() would,
+ * without taking the lock and walking the tables again for every page),
+ * already young, and writable and dirty where @f->write and the owner maps
+ * the page writable.  A PTE that is there already stays: it names the
+ * same page (an invalidation would have zapped it and marked the window).
+ */
+static int xpmem_fill_pte(pte_t *ptep, unsigned long addr, void *data)
+{
+	struct xpmem_fill *f = data;
+	unsigned long p = f->pfns[(addr - f->start) >> PAGE_SHIFT];
+	unsigned long pfn = xpmem_map_pfn(p);
+	pte_t pte;
+
+	if (!(p & HMM_PFN_VALID) || (p & HMM_PFN_ERROR) ||
+	    !pte_none(ptep_get(ptep)))
+		return 0;
+	pte = pfn_pte(pfn, f->vma->vm_page_prot);
+	/* never our zero page writable: it stands for the owner's */
+	if (f->write && (p & HMM_PFN_WRITE) && pfn == xpmem_hmm_pfn(p))
+		pte = xpmem_pte_mkwrite_dirty(pte);
+	set_pte_at(f->vma->vm_mm, addr, ptep, pte_mkspecial(pte_mkyoung(pte)));
+	update_mmu_cache(f->vma, addr, ptep);
+	f->mapped++;
+	return 0;
+}
+
+/*
+ * Map the resolved window [start, start + npages pages) of the attacher,
+ * all of it under one page table lock.  For a write fault, every page the
+ * owner maps writable is mapped writable at once, its folio dirtied first
+ * (as ->pfn_mkwrite would), so that a write pass takes one fault per
+ * window instead of one more per page; a page the owner maps read-only
+ * (COW-shared, write-protected) stays read-only here and goes through
+ * ->pfn_mkwrite.  A read fault maps everything read-only: dirtying the
+ * owner's pages on reads would make reclaim write back what nobody wrote.
  * Called with att->lock held and the window not stale, so every page in
- * @pfns is still mapped by the owner.
+ * @pfns is still mapped by the owner; the page table page exists
+ * (xpmem_fault_prepare_pt(), and only munmap frees it), so nothing is
+ * allocated under att->lock.
  */
 static vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
 				     const unsigned long *pfns,
-				     unsigned long npages, unsigned long fidx)
+				     unsigned long npages, unsigned long fidx,
+				     bool write)
 {
-	struct vm_area_struct *vma = vmf->vma;
-	vm_fault_t ret = VM_FAULT_SIGBUS;
-	unsigned long i, mapped = 0;
+	struct xpmem_fill fill = {
+		.vma = vmf->vma, .pfns = pfns, .start = start,
+		.write = write && (vmf->vma->vm_flags & VM_WRITE),
+	};
 	pmd_t *pmd = xpmem_fault_pmd(vmf);
-	vm_fault_t r;
 
 	/* A huge PMD went in since xpmem_fault_prepare_pt(): use it. */
-	if (pmd && pmd_leaf(READ_ONCE(*pmd)))
+	if (!pmd || pmd_leaf(READ_ONCE(*pmd)))
 		return VM_FAULT_NOPAGE;
-	for (i = 0; i < npages; i++) {
-		if (!(pfns[i] & HMM_PFN_VALID) || (pfns[i] & HMM_PFN_ERROR))
-			continue;
-		r = vmf_insert_mixed(vma, start + i * PAGE_SIZE,
-				     pfn_to_pfn_t(xpmem_map_pfn(pfns[i])));
-		if (i == fidx)
-			ret = r;
-		if (!(r & VM_FAULT_ERROR))
-			mapped++;
-	}
-	if (!(ret & VM_FAULT_ERROR))
-		xpmem_fault_touch(pfns[fidx], false);
-	atomic_long_add(mapped, &xpmem_stats.pages_mapped);
-	return ret;
+	if (!(pfns[fidx] & HMM_PFN_VALID) || (pfns[fidx] & HMM_PFN_ERROR))
+		return VM_FAULT_SIGBUS;
+	if (fill.write)
+		xpmem_fault_dirty_window(pfns, npages);
+	if (apply_to_page_range(vmf->vma->vm_mm, start, npages << PAGE_SHIFT,
+				xpmem_fill_pte, &fill))
+		return VM_FAULT_SIGBUS;
+	xpmem_fault_touch(pfns[fidx], fill.write);
+	atomic_long_add(fill.mapped, &xpmem_stats.pages_mapped);
+	return VM_FAULT_NOPAGE;
 }
 
 /*
@@ -564,6 +638,25 @@ static bool xpmem_folio_is_owners(struct folio *folio)
 }
 
 /*
+ * Whether the owner maps the 2 MiB at @haddr with a page table of PTEs:
+ * then no PMD can mirror it, and resolving 512 pages only to fall back
+ * would double the cost of every fault on 4 KiB owner memory.  A hint
+ * (the slot may change the moment it is read; a wrong answer costs one
+ * fallback or one wasted resolution); under the owner's mmap_lock, so the
+ * tables above the slot stay.
+ */
+static bool xpmem_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
+{
+	pmd_t *pmd = xpmem_find_pmd(owner, haddr);
+	pmd_t val;
+
+	if (!pmd)
+		return false;
+	val = pmdp_get_lockless(pmd);
+	return pmd_present(val) && !pmd_leaf(val);
+}
+
+/*
  * Map the resolved 2 MiB window with one PMD if the owner maps it with
  * one (or with part of a larger one): 512 valid PFNs, physically
  * contiguous and 2 MiB aligned, none of them a zero page, all writable
@@ -606,6 +699,11 @@ static vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
 	return ret;
 }
 #else
+static bool xpmem_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
+{
+	return true;
+}
+
 static vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
 					 const unsigned long *pfns,
 					 unsigned long fidx, bool write)
@@ -652,7 +750,8 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 		lo = vmf->address & PMD_MASK;
 		hi = lo + PMD_SIZE;
 		if (oaddr - (vmf->address - lo) < ovma->vm_start ||
-		    ovma->vm_end - oaddr < hi - vmf->address)
+		    ovma->vm_end - oaddr < hi - vmf->address ||
+		    xpmem_owner_maps_ptes(owner, oaddr & PMD_MASK))
 			return VM_FAULT_FALLBACK;
 	} else {
 		xpmem_fault_window(vmf, ovma, oaddr, maxpages, &lo, &hi);
@@ -707,7 +806,7 @@ again:
 	} else if (kind == XPMEM_FAULT_PMD) {
 		ret = xpmem_fault_insert_pmd(vmf, pfns, fidx, write);
 	} else {
-		ret = xpmem_fault_insert(vmf, lo, pfns, npages, fidx);
+		ret = xpmem_fault_insert(vmf, lo, pfns, npages, fidx, write);
 		if (write && !(ret & VM_FAULT_ERROR) &&
 		    (pfns[fidx] & HMM_PFN_WRITE))
 			xpmem_wok_remember(att, oaddr,
@@ -876,7 +975,7 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 						xpmem_fault_oaddr(vmf)))
 		return 0;
 
-	maxpages = mkwrite ? 1 : xpmem_window_pages();
+	maxpages = mkwrite ? 1 : xpmem_fault_window_pages();
 	if (maxpages > ARRAY_SIZE(stack_pfns)) {
 		pfns = kmalloc_array(maxpages, sizeof(*pfns),
 				     GFP_KERNEL | __GFP_NOWARN);
@@ -971,7 +1070,6 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 		return VM_FAULT_FALLBACK;
 	if (!mmget_not_zero(owner))
 		goto free_pfns;
-	atomic_long_inc(&xpmem_stats.faults);
 	if (owner == vma->vm_mm) {
 		ret = xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PMD, pfns,
 					  PTRS_PER_PMD);
@@ -983,6 +1081,9 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 		mmap_read_unlock(owner);
 	}
 	mmput_async(owner);
+	/* a fallback is counted once, by ->fault */
+	if (ret != VM_FAULT_FALLBACK)
+		atomic_long_inc(&xpmem_stats.faults);
 free_pfns:
 	kfree(pfns);
 	return ret;

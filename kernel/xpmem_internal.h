@@ -64,6 +64,8 @@
  *                                RELEASE zaps under it)
  *     att->lock
  *   xpmem_id_lock                id tables; leaf spinlock
+ *   xpmem_key_lock               requested keys of segments (mutex;
+ *                                nothing nests in it, xpmem_seg.c)
  *
  * The invalidate callback (owner mmap_lock, or reclaim) takes att->lock
  * only to advance the sequence and mark the faults in progress whose
@@ -149,6 +151,23 @@ struct xpmem_seg {
 	struct list_head atts;		/* xpmem_att.seg_node, all permits */
 	atomic_t nr_atts;		/* on atts (for /proc/xpmem) */
 	bool removed;			/* no new attachments or PTEs */
+	bool rdonly;			/* GET grants XPMEM_RDONLY only */
+	/* requested key (EXT_MAKE): xpmem_key_lock */
+	struct hlist_node key_node;	/* hashed while the key is held */
+	bool key_live;			/* GET by key finds it */
+	u8 key_len;			/* 0: no key */
+	u8 key[XPMEM_EXT_KEY_MAX];
+	u8 auth_len;			/* 0: no authorization key */
+	u8 auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
+};
+
+/* What EXT_MAKE and EXT_GET add to the classic commands. */
+struct xpmem_seg_opts {
+	bool rdonly;			/* make: GET grants RDONLY only */
+	const u8 *key;			/* NULL, or key_len bytes */
+	u32 key_len;
+	const u8 *auth;			/* NULL, or XPMEM_EXT_AUTH_MAX bytes, */
+	u32 auth_len;			/* zero past auth_len */
 };
 
 struct xpmem_permit {
@@ -231,8 +250,12 @@ void xpmem_id_unpublish(struct xpmem_id *id);
 struct xpmem_id *xpmem_id_lookup(struct xpmem_id_table *table, u64 id);
 
 /* xpmem_seg.c: segments */
+int xpmem_seg_make(struct xpmem_ctx *ctx, u64 vaddr, u64 size,
+		   unsigned int mode, const struct xpmem_seg_opts *opts,
+		   xpmem_segid_t *segid);
 int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
 struct xpmem_seg *xpmem_seg_lookup(xpmem_segid_t segid);
+struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len);
 void xpmem_seg_get(struct xpmem_seg *seg);
 void xpmem_seg_put(struct xpmem_seg *seg);
 bool xpmem_seg_owner_alive(struct xpmem_seg *seg);
@@ -242,6 +265,8 @@ struct xpmem_seg *xpmem_seg_unlink_any(struct xpmem_ctx *ctx);
 void xpmem_seg_withdraw(struct xpmem_seg *seg);
 
 /* xpmem_permit.c: access permits */
+int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
+	      const struct xpmem_seg_opts *opts, xpmem_apid_t *apid);
 int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd);
 struct xpmem_permit *xpmem_permit_lookup(xpmem_apid_t apid);
 void xpmem_permit_get(struct xpmem_permit *permit);
@@ -258,6 +283,7 @@ extern const struct vm_operations_struct xpmem_vm_ops;
 extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
 bool xpmem_vma_is_att(struct vm_area_struct *vma);
 bool xpmem_fault_huge_enabled(void);
+unsigned long xpmem_fault_window_pages(void);
 unsigned long xpmem_att_get_unmapped_area(struct file *file,
 					  unsigned long addr,
 					  unsigned long len,
@@ -267,6 +293,8 @@ void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len);
 
 /* xpmem_attach.c: attachments; the end of permits and segments */
+int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
+		 u64 size, unsigned long *vaddr, unsigned int flags);
 int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd);
 int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
 void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);

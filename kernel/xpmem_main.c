@@ -3,7 +3,8 @@
  * xpmem_main.c - the /dev/xpmem misc device: open, release, ioctl dispatch
  *
  * The classic commands are _IO('x', 0..8) with their historical argument
- * layouts (include/xpmem_uapi.h).  Each command copies its argument in,
+ * layouts, the extension commands _IOWR('x', 0x20 + n, struct) with
+ * fixed-width ones (include/xpmem_uapi.h).  Each command copies its argument in,
  * calls one function, and copies the result out; a result that cannot be
  * copied out is undone so nothing is left behind that the caller cannot
  * name.
@@ -154,6 +155,164 @@ static long xpmem_ioctl_detach(struct xpmem_ctx *ctx, void __user *uarg)
 	return xpmem_cmd_detach(ctx, cmd.vaddr);
 }
 
+/* Extension commands this module serves (xpmem_ext_query.commands). */
+#define XPMEM_EXT_COMMANDS	(XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_QUERY) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_ATTACH) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_MAKE) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_GET))
+
+static bool xpmem_zeroed(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
+
+static long xpmem_ioctl_ext_query(void __user *uarg)
+{
+	struct xpmem_ext_query q;
+
+	if (copy_from_user(&q, uarg, sizeof(q)))
+		return -EFAULT;
+	if (q.flags || q.reserved0 ||
+	    !xpmem_zeroed(q.reserved, sizeof(q.reserved)))
+		return -EINVAL;
+	memset(&q, 0, sizeof(q));
+	q.abi_version = XPMEM_EXT_ABI_VERSION;
+	q.module_version = XPMEM_VERSION_CODE;
+	q.fault_window_pages = xpmem_fault_window_pages();
+	q.features = XPMEM_EXT_KF_ATTACH | XPMEM_EXT_KF_KEYS |
+		     (xpmem_fault_huge_enabled() ? XPMEM_EXT_KF_HUGE_PMD : 0);
+	q.commands = XPMEM_EXT_COMMANDS;
+	q.max_segments = READ_ONCE(xpmem_max_segments);
+	q.max_permits = READ_ONCE(xpmem_max_permits);
+	q.max_attachments = READ_ONCE(xpmem_max_attachments);
+	if (copy_to_user(uarg, &q, sizeof(q)))
+		return -EFAULT;
+	return 0;
+}
+
+/*
+ * A key field: given (@set) exactly when 1 <= @len <= @max, and every
+ * byte of @buf past @len zero.
+ */
+static bool xpmem_key_field_ok(bool set, u32 len, const u8 *buf, u32 max)
+{
+	if (!set)
+		return !len && xpmem_zeroed(buf, max);
+	return len && len <= max && xpmem_zeroed(buf + len, max - len);
+}
+
+static long xpmem_ioctl_ext_make(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_ext_make cmd;
+	struct xpmem_seg_opts opts = {};
+	xpmem_segid_t segid;
+	int ret;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	if ((cmd.flags & ~XPMEM_EXT_MAKE_FLAGS) ||
+	    !xpmem_zeroed(cmd.reserved, sizeof(cmd.reserved)) ||
+	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_MAKE_KEY, cmd.key_len,
+				cmd.key, sizeof(cmd.key)) ||
+	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_MAKE_AUTH, cmd.auth_len,
+				cmd.auth, sizeof(cmd.auth)))
+		return -EINVAL;
+	opts.rdonly = cmd.flags & XPMEM_EXT_MAKE_RDONLY;
+	if (cmd.flags & XPMEM_EXT_MAKE_KEY) {
+		opts.key = cmd.key;
+		opts.key_len = cmd.key_len;
+	}
+	if (cmd.flags & XPMEM_EXT_MAKE_AUTH) {
+		opts.auth = cmd.auth;
+		opts.auth_len = cmd.auth_len;
+	}
+	ret = xpmem_seg_make(ctx, cmd.vaddr, cmd.size, cmd.mode, &opts, &segid);
+	memzero_explicit(&cmd, sizeof(cmd));	/* the authorization key */
+	if (ret)
+		return ret;
+	if (put_user(segid, &((struct xpmem_ext_make __user *)uarg)->segid)) {
+		xpmem_remove(ctx, segid);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long xpmem_ioctl_ext_get(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_ext_get __user *ucmd = uarg;
+	struct xpmem_seg_opts opts = {};
+	struct xpmem_ext_get cmd;
+	struct xpmem_seg *seg;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	int access, ret;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	access = cmd.flags & (XPMEM_RDONLY | XPMEM_RDWR);
+	ret = -EINVAL;
+	if ((cmd.flags & ~XPMEM_EXT_GET_FLAGS) ||
+	    (access != XPMEM_RDONLY && access != XPMEM_RDWR) ||
+	    cmd.reserved0 || !xpmem_zeroed(cmd.reserved, sizeof(cmd.reserved)) ||
+	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_GET_BY_KEY, cmd.key_len,
+				cmd.key, sizeof(cmd.key)) ||
+	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_GET_AUTH, cmd.auth_len,
+				cmd.auth, sizeof(cmd.auth)))
+		goto out;
+	if (cmd.flags & XPMEM_EXT_GET_BY_KEY) {
+		if (cmd.segid)
+			goto out;
+		seg = xpmem_seg_lookup_key(cmd.key, cmd.key_len);
+	} else {
+		if (cmd.segid <= 0)
+			goto out;
+		seg = xpmem_seg_lookup(cmd.segid);
+	}
+	ret = -ENOENT;
+	if (!seg)
+		goto out;
+	segid = seg->id.id;
+	if (cmd.flags & XPMEM_EXT_GET_AUTH) {
+		opts.auth = cmd.auth;
+		opts.auth_len = cmd.auth_len;
+	}
+	ret = xpmem_get(ctx, seg, access, &opts, &apid);
+	if (ret)
+		goto out;
+	if (put_user(apid, &ucmd->apid) || put_user(segid, &ucmd->segid)) {
+		xpmem_release_permit(ctx, apid);
+		ret = -EFAULT;
+	}
+out:
+	memzero_explicit(&cmd, sizeof(cmd));	/* the authorization key */
+	return ret;
+}
+
+static long xpmem_ioctl_ext_attach(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_ext_attach cmd;
+	unsigned long vaddr;
+	int ret;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	if (cmd.reserved0 || !xpmem_zeroed(cmd.reserved, sizeof(cmd.reserved)))
+		return -EINVAL;
+	if (cmd.vaddr > TASK_SIZE)
+		return -EINVAL;
+	vaddr = cmd.vaddr;
+	ret = xpmem_attach(ctx, cmd.apid, cmd.offset, cmd.size, &vaddr,
+			   cmd.flags);
+	if (ret)
+		return ret;
+	if (put_user((__u64)vaddr,
+		     &((struct xpmem_ext_attach __user *)uarg)->vaddr)) {
+		xpmem_cmd_detach(ctx, vaddr);
+		return -EFAULT;
+	}
+	return 0;
+}
+
 static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct xpmem_ctx *ctx = file->private_data;
@@ -161,6 +320,8 @@ static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	if (cmd == XPMEM_CMD_VERSION)
 		return XPMEM_VERSION_CODE;
+	if (cmd == XPMEM_CMD_EXT_QUERY)
+		return xpmem_ioctl_ext_query(uarg);
 	/* Classic convention: a process that did not open the device. */
 	if (ctx->mm != current->mm)
 		return -XPMEM_ERRNO_NOPROC;
@@ -178,6 +339,12 @@ static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return xpmem_ioctl_attach(ctx, uarg);
 	case XPMEM_CMD_DETACH:
 		return xpmem_ioctl_detach(ctx, uarg);
+	case XPMEM_CMD_EXT_ATTACH:
+		return xpmem_ioctl_ext_attach(ctx, uarg);
+	case XPMEM_CMD_EXT_MAKE:
+		return xpmem_ioctl_ext_make(ctx, uarg);
+	case XPMEM_CMD_EXT_GET:
+		return xpmem_ioctl_ext_get(ctx, uarg);
 	case XPMEM_CMD_FORK_BEGIN:
 	case XPMEM_CMD_FORK_END:
 		/* Nothing is pinned, so fork needs no preparation. */

@@ -84,40 +84,56 @@ static int xpmem_seg_access(const struct xpmem_seg *seg, int flags)
 	return -EACCES;
 }
 
-/**
- * xpmem_cmd_get - GET: obtain the right to attach a segment
- * @ctx: the caller's device context
- * @cmd: classic GET argument; @cmd->apid is set on success
- *
- * The permit value is ignored, as in the classic module (the classic
- * library always passes NULL).
- *
- * Return: 0, -EINVAL for bad flags, permit type or id, -ENOENT for an unknown,
- * removed or foreign-namespace segment or an exited owner, -EACCES,
- * -ENOSPC over the max_permits limit, -ENOMEM.
+/*
+ * The authorization key check: a segment made with one needs exactly it,
+ * one made without needs none presented.  Compares every byte of both
+ * zero-padded keys and the lengths, so the time taken says nothing about
+ * how much of a wrong key was right.
  */
-int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
+static bool xpmem_auth_ok(const struct xpmem_seg *seg,
+			  const struct xpmem_seg_opts *opts)
+{
+	const u8 *auth = opts ? opts->auth : NULL;
+	unsigned int diff, i;
+
+	if (!seg->auth_len || !auth)
+		return !seg->auth_len && !auth;
+	diff = seg->auth_len ^ opts->auth_len;
+	for (i = 0; i < XPMEM_EXT_AUTH_MAX; i++)
+		diff |= seg->auth[i] ^ auth[i];
+	return !diff;
+}
+
+/**
+ * xpmem_get - GET and EXT_GET: obtain the right to attach a segment
+ * @ctx: the caller's device context
+ * @seg: the segment, with a reference this function takes over
+ * @flags: XPMEM_RDONLY or XPMEM_RDWR
+ * @opts: EXT_GET's authorization key, or NULL
+ * @apid: the permit's id on success
+ *
+ * Return: 0, -ENOENT for a removed or foreign-namespace segment or an
+ * exited owner, -EACCES (mode bits, a read-only export asked for RDWR, a
+ * missing or wrong authorization key), -ENOSPC over the max_permits
+ * limit, -ENOMEM.
+ */
+int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
+	      const struct xpmem_seg_opts *opts, xpmem_apid_t *apid)
 {
 	struct xpmem_permit *permit;
-	struct xpmem_seg *seg;
 	int ret;
 
-	if (cmd->flags != XPMEM_RDONLY && cmd->flags != XPMEM_RDWR)
-		return -EINVAL;
-	if (cmd->permit_type != XPMEM_PERMIT_MODE)
-		return -EINVAL;
-	if (cmd->segid <= 0)
-		return -EINVAL;
-
-	seg = xpmem_seg_lookup(cmd->segid);
-	if (!seg)
-		return -ENOENT;
 	if (seg->ipc_ns != current->nsproxy->ipc_ns ||
 	    !xpmem_seg_owner_alive(seg)) {
 		ret = -ENOENT;
 		goto put_seg;
 	}
-	ret = xpmem_seg_access(seg, cmd->flags);
+	if (!xpmem_auth_ok(seg, opts) ||
+	    (flags == XPMEM_RDWR && seg->rdonly)) {
+		ret = -EACCES;
+		goto put_seg;
+	}
+	ret = xpmem_seg_access(seg, flags);
 	if (ret)
 		goto put_seg;
 
@@ -138,7 +154,7 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 	INIT_HLIST_NODE(&permit->id.node);
 	permit->seg = seg;		/* takes over the lookup reference */
 	permit->mm = ctx->mm;
-	permit->writable = cmd->flags == XPMEM_RDWR;
+	permit->writable = flags == XPMEM_RDWR;
 	atomic_long_inc(&xpmem_stats.permits);
 
 	mutex_lock(&xpmem_obj_lock);
@@ -155,12 +171,40 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 	list_add(&permit->ctx_node, &ctx->permits);
 	mutex_unlock(&xpmem_obj_lock);
 
-	cmd->apid = permit->id.id;
+	*apid = permit->id.id;
 	return 0;
 
 put_seg:
 	xpmem_seg_put(seg);
 	return ret;
+}
+
+/**
+ * xpmem_cmd_get - the classic GET
+ * @ctx: the caller's device context
+ * @cmd: classic GET argument; @cmd->apid is set on success
+ *
+ * The permit value is ignored, as in the classic module (the classic
+ * library always passes NULL).
+ *
+ * Return: 0, -EINVAL for bad flags, permit type or id, -ENOENT for an
+ * unknown segment, or as xpmem_get().
+ */
+int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
+{
+	struct xpmem_seg *seg;
+
+	if (cmd->flags != XPMEM_RDONLY && cmd->flags != XPMEM_RDWR)
+		return -EINVAL;
+	if (cmd->permit_type != XPMEM_PERMIT_MODE)
+		return -EINVAL;
+	if (cmd->segid <= 0)
+		return -EINVAL;
+
+	seg = xpmem_seg_lookup(cmd->segid);
+	if (!seg)
+		return -ENOENT;
+	return xpmem_get(ctx, seg, cmd->flags, NULL, &cmd->apid);
 }
 
 /**

@@ -8,7 +8,10 @@
  * attachment mirrors the part it maps (xpmem_fault.c).
  */
 #include <linux/cred.h>
+#include <linux/hash.h>
+#include <linux/hashtable.h>
 #include <linux/ipc_namespace.h>
+#include <linux/jhash.h>
 #include <linux/mm.h>
 #include <linux/nsproxy.h>
 #include <linux/sched/mm.h>
@@ -41,11 +44,14 @@ void xpmem_seg_get(struct xpmem_seg *seg)
 	kref_get(&seg->ref);
 }
 
+static void xpmem_key_release(struct xpmem_seg *seg);
+
 static void xpmem_seg_free(struct kref *ref)
 {
 	struct xpmem_seg *seg = container_of(ref, struct xpmem_seg, ref);
 
 	WARN_ON_ONCE(!list_empty(&seg->atts));
+	xpmem_key_release(seg);		/* withdrawn already, unless never */
 	xpmem_put_ipc_ns(seg->ipc_ns);
 	put_user_ns(seg->user_ns);
 	mmdrop(seg->mm);
@@ -76,32 +82,129 @@ bool xpmem_seg_owner_alive(struct xpmem_seg *seg)
 	return atomic_read(&seg->mm->mm_users) > 0;
 }
 
-/**
- * xpmem_cmd_make - export a range of the caller's address space
- * @ctx: the caller's device context
- * @cmd: classic MAKE argument; @cmd->segid is set on success
- *
- * @cmd->size == XPMEM_MAXADDR_SIZE exports from @cmd->vaddr to the top of
- * the user address space, holes included.
- *
- * Return: 0, -EINVAL for a malformed request, -ENOSPC over the
- * max_segments limit, -ENOMEM, -EAGAIN.
+/*
+ * Requested keys: one per segment at most, unique per IPC namespace,
+ * hashed by namespace and bytes.  A key is reserved (hashed, not live)
+ * before the segment is published and goes live after, so a collision
+ * never needs a published segment undone, and GET by key never finds a
+ * segment that is not published.  The table holds no reference: a
+ * segment leaves it when it is withdrawn (REMOVE, close) or freed.
  */
-int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
+#define XPMEM_KEY_HASH_BITS	8
+static DEFINE_HASHTABLE(xpmem_seg_keys, XPMEM_KEY_HASH_BITS);
+static DEFINE_MUTEX(xpmem_key_lock);
+
+static u32 xpmem_key_hash(const struct ipc_namespace *ns, const u8 *key,
+			  u32 len)
+{
+	return jhash(key, len, hash_ptr(ns, 32));
+}
+
+static struct xpmem_seg *xpmem_key_find_locked(const struct ipc_namespace *ns,
+					       const u8 *key, u32 len)
+{
+	struct xpmem_seg *seg;
+
+	lockdep_assert_held(&xpmem_key_lock);
+	hash_for_each_possible(xpmem_seg_keys, seg, key_node,
+			       xpmem_key_hash(ns, key, len))
+		if (seg->ipc_ns == ns && seg->key_len == len &&
+		    !memcmp(seg->key, key, len))
+			return seg;
+	return NULL;
+}
+
+static void xpmem_key_drop_locked(struct xpmem_seg *seg)
+{
+	lockdep_assert_held(&xpmem_key_lock);
+	if (!hlist_unhashed(&seg->key_node))
+		hash_del(&seg->key_node);
+	seg->key_live = false;
+}
+
+/*
+ * Reserve @seg's key.  A segment that holds it but whose owner has exited
+ * (its file still open in another process) gives it up.
+ * Return: 0 or -EEXIST.
+ */
+static int xpmem_key_reserve(struct xpmem_seg *seg)
+{
+	struct xpmem_seg *old;
+	int ret = 0;
+
+	mutex_lock(&xpmem_key_lock);
+	old = xpmem_key_find_locked(seg->ipc_ns, seg->key, seg->key_len);
+	if (old && old->key_live && !xpmem_seg_owner_alive(old))
+		xpmem_key_drop_locked(old);
+	else if (old)
+		ret = -EEXIST;
+	if (!ret)
+		hash_add(xpmem_seg_keys, &seg->key_node,
+			 xpmem_key_hash(seg->ipc_ns, seg->key, seg->key_len));
+	mutex_unlock(&xpmem_key_lock);
+	return ret;
+}
+
+static void xpmem_key_release(struct xpmem_seg *seg)
+{
+	if (!seg->key_len)
+		return;
+	mutex_lock(&xpmem_key_lock);
+	xpmem_key_drop_locked(seg);
+	mutex_unlock(&xpmem_key_lock);
+}
+
+/**
+ * xpmem_seg_lookup_key - find a segment by its requested key
+ * @key: the key
+ * @key_len: its length, 1..XPMEM_EXT_KEY_MAX
+ *
+ * Only segments of the caller's IPC namespace are found.
+ *
+ * Return: the segment with a new reference, or NULL.
+ */
+struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len)
+{
+	struct xpmem_seg *seg;
+
+	mutex_lock(&xpmem_key_lock);
+	seg = xpmem_key_find_locked(current->nsproxy->ipc_ns, key, key_len);
+	if (seg && seg->key_live)
+		xpmem_seg_get(seg);	/* live: the ctx list holds one */
+	else
+		seg = NULL;
+	mutex_unlock(&xpmem_key_lock);
+	return seg;
+}
+
+/**
+ * xpmem_seg_make - MAKE and EXT_MAKE: export a range of the caller's memory
+ * @ctx: the caller's device context
+ * @vaddr: start, page aligned
+ * @size: bytes, a page multiple, or XPMEM_MAXADDR_SIZE for everything from
+ *        @vaddr to the top of the user address space, holes included
+ * @mode: permit mode, 0..0777
+ * @opts: EXT_MAKE's options (checked by the caller), or NULL
+ * @segid: the new segment's id on success
+ *
+ * Return: 0, -EINVAL for a malformed request, -EEXIST for a key in use in
+ * the caller's IPC namespace, -ENOSPC over the max_segments limit,
+ * -ENOMEM, -EAGAIN.
+ */
+int xpmem_seg_make(struct xpmem_ctx *ctx, u64 vaddr, u64 size,
+		   unsigned int mode, const struct xpmem_seg_opts *opts,
+		   xpmem_segid_t *segid)
 {
 	struct mm_struct *mm = current->mm;
 	unsigned long limit = mm->task_size;
-	unsigned long vaddr = cmd->vaddr;
-	unsigned long size = cmd->size;
 	struct xpmem_seg *seg;
 	int ret;
 
-	if (cmd->permit_type != XPMEM_PERMIT_MODE ||
-	    cmd->permit_value & ~(u64)XPMEM_PERMIT_MODE_MASK)
+	if (mode & ~XPMEM_PERMIT_MODE_MASK)
 		return -EINVAL;
-	if (cmd->vaddr >= limit || offset_in_page(vaddr))
+	if (vaddr >= limit || offset_in_page(vaddr))
 		return -EINVAL;
-	if (size == XPMEM_MAXADDR_SIZE)
+	if (size == (u64)XPMEM_MAXADDR_SIZE)
 		size = limit - vaddr;
 	else if (!size || offset_in_page(size) || size > limit - vaddr)
 		return -EINVAL;
@@ -118,19 +221,34 @@ int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
 	INIT_LIST_HEAD(&seg->atts);
 	INIT_LIST_HEAD(&seg->ctx_node);
 	INIT_HLIST_NODE(&seg->id.node);
+	INIT_HLIST_NODE(&seg->key_node);
 	seg->vaddr = vaddr;
 	seg->size = size;
 	seg->uid = current_euid();
 	seg->gid = current_egid();
-	seg->mode = cmd->permit_value;
+	seg->mode = mode;
 	seg->ipc_ns = get_ipc_ns(current->nsproxy->ipc_ns);
 	seg->user_ns = get_user_ns(current_user_ns());
 	mmgrab(mm);
 	seg->mm = mm;
+	if (opts) {
+		seg->rdonly = opts->rdonly;
+		if (opts->auth) {
+			seg->auth_len = opts->auth_len;
+			memcpy(seg->auth, opts->auth, sizeof(seg->auth));
+		}
+		if (opts->key) {
+			seg->key_len = opts->key_len;
+			memcpy(seg->key, opts->key, opts->key_len);
+			ret = xpmem_key_reserve(seg);
+			if (ret)
+				goto free_seg;
+		}
+	}
 
 	ret = xpmem_id_publish(&xpmem_seg_ids, &seg->id, &seg->ref);
 	if (ret)
-		goto free_seg;
+		goto release_key;
 
 	/* From here on the reference is the ctx list's and the id table's. */
 	atomic_long_inc(&xpmem_stats.segments);
@@ -140,9 +258,17 @@ int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
 	list_add(&seg->ctx_node, &ctx->segs);
 	mutex_unlock(&xpmem_obj_lock);
 
-	cmd->segid = seg->id.id;
+	if (seg->key_len) {
+		mutex_lock(&xpmem_key_lock);
+		/* not if REMOVE, by a guessed segid, came first */
+		seg->key_live = !hlist_unhashed(&seg->key_node);
+		mutex_unlock(&xpmem_key_lock);
+	}
+	*segid = seg->id.id;
 	return 0;
 
+release_key:
+	xpmem_key_release(seg);
 free_seg:
 	mmdrop(mm);
 	put_user_ns(seg->user_ns);
@@ -154,6 +280,22 @@ uncharge:
 }
 
 /**
+ * xpmem_cmd_make - the classic MAKE
+ * @ctx: the caller's device context
+ * @cmd: classic MAKE argument; @cmd->segid is set on success
+ *
+ * Return: as xpmem_seg_make().
+ */
+int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
+{
+	if (cmd->permit_type != XPMEM_PERMIT_MODE ||
+	    cmd->permit_value & ~(u64)XPMEM_PERMIT_MODE_MASK)
+		return -EINVAL;
+	return xpmem_seg_make(ctx, cmd->vaddr, cmd->size, cmd->permit_value,
+			      NULL, &cmd->segid);
+}
+
+/**
  * xpmem_seg_withdraw - unpublish a segment and stop new attachments
  * @seg: a segment just unlinked from its ctx
  *
@@ -162,6 +304,7 @@ uncharge:
  */
 void xpmem_seg_withdraw(struct xpmem_seg *seg)
 {
+	xpmem_key_release(seg);
 	xpmem_id_unpublish(&seg->id);
 
 	mutex_lock(&seg->att_lock);

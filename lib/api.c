@@ -202,26 +202,41 @@ XPMEM_EXPORT int xpmem_release(xpmem_apid_t apid)
 	return 0;
 }
 
-XPMEM_EXPORT void *xpmem_attach(struct xpmem_addr addr, size_t size,
-				void *vaddr)
+/* The flags xpmem_ext_attach() takes (FIXED is a non-NULL vaddr). */
+#define XPMEM_LIB_ATTACH_FLAGS	(XPMEM_EXT_ATTACH_RDONLY | \
+				 XPMEM_EXT_ATTACH_POPULATE | \
+				 XPMEM_EXT_ATTACH_POPULATE_WRITE)
+
+static void *attach(struct xpmem_addr addr, size_t size, void *vaddr,
+		    unsigned int flags, const char *what)
 {
 	const struct xpmem_lib_backend *b = active();
 	void *at = NULL;
 	int ret;
 
 	if (!b) {
-		fail(errno, "xpmem_attach");
+		fail(errno, what);
 		return (void *)-1;
 	}
-	if (addr.apid <= 0 || addr.offset < 0 || size == 0)
+	if (addr.apid <= 0 || addr.offset < 0 || size == 0 ||
+	    (flags & ~XPMEM_LIB_ATTACH_FLAGS) ||
+	    ((flags & XPMEM_EXT_ATTACH_RDONLY) &&
+	     (flags & XPMEM_EXT_ATTACH_POPULATE_WRITE)))
 		ret = -EINVAL;
 	else
-		ret = b->attach(addr.apid, addr.offset, size, vaddr, &at);
+		ret = b->attach(addr.apid, addr.offset, size, vaddr, flags,
+				&at);
 	if (ret) {
-		fail(-ret, "xpmem_attach");
+		fail(-ret, what);
 		return (void *)-1;
 	}
 	return at;
+}
+
+XPMEM_EXPORT void *xpmem_attach(struct xpmem_addr addr, size_t size,
+				void *vaddr)
+{
+	return attach(addr, size, vaddr, 0, "xpmem_attach");
 }
 
 XPMEM_EXPORT int xpmem_detach(void *vaddr)
@@ -271,7 +286,94 @@ XPMEM_EXPORT unsigned long xpmem_ext_features(void)
 {
 	const struct xpmem_lib_backend *b = active();
 
-	return b ? b->features : 0;
+	if (!b)
+		return 0;
+	return b->features | (b->more_features ? b->more_features() : 0);
+}
+
+/* A key or secret: NULL and 0, or 1..@max bytes. */
+static int check_blob(const void *p, size_t len, size_t max)
+{
+	return (!p && !len) || (p && len && len <= max) ? 0 : -EINVAL;
+}
+
+XPMEM_EXPORT xpmem_segid_t xpmem_ext_make(void *vaddr, size_t size, int mode,
+					  unsigned int flags, const void *key,
+					  size_t key_len, const void *auth,
+					  size_t auth_len)
+{
+	const struct xpmem_lib_backend *b = active();
+	xpmem_segid_t segid = -1;
+	int ret;
+
+	if (!b)
+		return fail(errno, "xpmem_ext_make");
+	if ((flags & ~XPMEM_EXT_MAKE_RDONLY) || mode < 0 ||
+	    ((unsigned int)mode & ~XPMEM_LIB_MODE_MASK) ||
+	    check_blob(key, key_len, XPMEM_EXT_KEY_MAX) ||
+	    check_blob(auth, auth_len, XPMEM_EXT_AUTH_MAX))
+		ret = -EINVAL;
+	else if (!b->make_ext)
+		ret = -EOPNOTSUPP;
+	else
+		ret = b->make_ext(vaddr, size, mode, flags, key, key_len, auth,
+				  auth_len, &segid);
+	if (ret)
+		return fail(-ret, "xpmem_ext_make");
+	return segid;
+}
+
+static xpmem_apid_t get_ext(xpmem_segid_t segid, const void *key,
+			    size_t key_len, int flags, const void *auth,
+			    size_t auth_len, xpmem_segid_t *found,
+			    const char *what)
+{
+	const struct xpmem_lib_backend *b = active();
+	xpmem_apid_t apid = -1;
+	xpmem_segid_t s = 0;
+	int ret;
+
+	if (!b)
+		return fail(errno, what);
+	if ((flags != XPMEM_RDONLY && flags != XPMEM_RDWR) ||
+	    (!key && segid <= 0) ||
+	    (key && check_blob(key, key_len, XPMEM_EXT_KEY_MAX)) ||
+	    check_blob(auth, auth_len, XPMEM_EXT_AUTH_MAX))
+		ret = -EINVAL;
+	else if (!b->get_ext)
+		ret = -EOPNOTSUPP;
+	else
+		ret = b->get_ext(segid, key, key_len, flags, auth, auth_len,
+				 &apid, &s);
+	if (ret)
+		return fail(-ret, what);
+	if (found)
+		*found = s;
+	return apid;
+}
+
+XPMEM_EXPORT xpmem_apid_t xpmem_ext_get(xpmem_segid_t segid, int flags,
+					const void *auth, size_t auth_len)
+{
+	return get_ext(segid, NULL, 0, flags, auth, auth_len, NULL,
+		       "xpmem_ext_get");
+}
+
+XPMEM_EXPORT xpmem_apid_t xpmem_ext_get_key(const void *key, size_t key_len,
+					    int flags, const void *auth,
+					    size_t auth_len,
+					    xpmem_segid_t *segid)
+{
+	if (!key)
+		return fail(EINVAL, "xpmem_ext_get_key");
+	return get_ext(0, key, key_len, flags, auth, auth_len, segid,
+		       "xpmem_ext_get_key");
+}
+
+XPMEM_EXPORT void *xpmem_ext_attach(struct xpmem_addr addr, size_t size,
+				    void *vaddr, unsigned int flags)
+{
+	return attach(addr, size, vaddr, flags, "xpmem_ext_attach");
 }
 
 XPMEM_EXPORT void *xpmem_ext_alloc(size_t size, unsigned int flags)

@@ -164,8 +164,135 @@ static int kernel_release(xpmem_apid_t apid)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * XPMEM_CMD_EXT_QUERY once per process: the module's extension features,
+ * or 0 for a module that predates the command (ENOTTY).
+ */
+static pthread_once_t query_once = PTHREAD_ONCE_INIT;
+static __u64 query_features;
+
+static void kernel_query(void)
+{
+	struct xpmem_ext_query q = { .flags = 0 };
+	int ret = dev_ioctl(XPMEM_CMD_EXT_QUERY, &q, NULL);
+
+	if (ret < 0) {
+		xpmem_lib_log("XPMEM_CMD_EXT_QUERY: %s (a module without "
+			      "extensions)", strerror(-ret));
+		return;
+	}
+	xpmem_lib_log("module ext ABI %u, features %#llx, commands %#llx",
+		      q.abi_version, (unsigned long long)q.features,
+		      (unsigned long long)q.commands);
+	query_features = q.features;
+}
+
+static unsigned long kernel_more_features(void)
+{
+	unsigned long f = 0;
+
+	pthread_once(&query_once, kernel_query);
+	if (query_features & XPMEM_EXT_KF_ATTACH)
+		f |= XPMEM_EXT_F_ATTACH_OPTS;
+	if (query_features & XPMEM_EXT_KF_KEYS)
+		f |= XPMEM_EXT_F_KEYS | XPMEM_EXT_F_AUTH;
+	if (query_features & XPMEM_EXT_KF_HUGE_PMD)
+		f |= XPMEM_EXT_F_HUGE;
+	return f;
+}
+
+/*
+ * EXT_MAKE and EXT_GET: copy the key and the authorization key (lengths
+ * checked by api.c) into @cmd's zeroed fields, issue it, wipe the secret.
+ */
+static int keyed_ioctl(unsigned long nr, void *cmd, __u8 *kdst,
+		       const void *key, size_t key_len, __u8 *adst,
+		       const void *auth, size_t auth_len)
+{
+	int ret;
+
+	if (!(kernel_more_features() & XPMEM_EXT_F_KEYS))
+		return -EOPNOTSUPP;
+	if (key)
+		memcpy(kdst, key, key_len);
+	if (auth)
+		memcpy(adst, auth, auth_len);
+	ret = dev_ioctl(nr, cmd, NULL);
+	explicit_bzero(adst, XPMEM_EXT_AUTH_MAX);
+	return ret;
+}
+
+static int kernel_make_ext(void *vaddr, size_t size, int mode,
+			   unsigned int flags, const void *key, size_t key_len,
+			   const void *auth, size_t auth_len,
+			   xpmem_segid_t *segid)
+{
+	struct xpmem_ext_make cmd = {
+		.vaddr = (__u64)(uintptr_t)vaddr,
+		.size = size,
+		.flags = flags | (key ? XPMEM_EXT_MAKE_KEY : 0) |
+			 (auth ? XPMEM_EXT_MAKE_AUTH : 0),
+		.mode = (__u32)mode,
+		.key_len = (__u32)key_len,
+		.auth_len = (__u32)auth_len,
+	};
+	int ret;
+
+	ret = keyed_ioctl(XPMEM_CMD_EXT_MAKE, &cmd, cmd.key, key, key_len,
+			  cmd.auth, auth, auth_len);
+	if (ret < 0)
+		return ret;
+	*segid = cmd.segid;
+	return 0;
+}
+
+static int kernel_get_ext(xpmem_segid_t segid, const void *key,
+			  size_t key_len, int flags, const void *auth,
+			  size_t auth_len, xpmem_apid_t *apid,
+			  xpmem_segid_t *found)
+{
+	struct xpmem_ext_get cmd = {
+		.segid = key ? 0 : segid,
+		.flags = (__u32)flags | (key ? XPMEM_EXT_GET_BY_KEY : 0) |
+			 (auth ? XPMEM_EXT_GET_AUTH : 0),
+		.key_len = key ? (__u32)key_len : 0,
+		.auth_len = (__u32)auth_len,
+	};
+	int ret;
+
+	ret = keyed_ioctl(XPMEM_CMD_EXT_GET, &cmd, cmd.key, key, key_len,
+			  cmd.auth, auth, auth_len);
+	if (ret < 0)
+		return ret;
+	*apid = cmd.apid;
+	*found = cmd.segid;
+	return 0;
+}
+
+/* EXT_ATTACH: flags for a module that has them (checked by the caller). */
+static int kernel_attach_ext(xpmem_apid_t apid, off_t offset, size_t size,
+			     void *vaddr, unsigned int flags, void **addr)
+{
+	struct xpmem_ext_attach cmd = {
+		.apid = apid,
+		.offset = (__u64)offset,
+		.size = size,
+		.vaddr = (__u64)(uintptr_t)vaddr,
+		.flags = flags | (vaddr ? XPMEM_EXT_ATTACH_FIXED : 0),
+	};
+	int ret;
+
+	if (!(kernel_more_features() & XPMEM_EXT_F_ATTACH_OPTS))
+		return -EOPNOTSUPP;
+	ret = dev_ioctl(XPMEM_CMD_EXT_ATTACH, &cmd, NULL);
+	if (ret < 0)
+		return ret;
+	*addr = (void *)(uintptr_t)cmd.vaddr;
+	return 0;
+}
+
 static int kernel_attach(xpmem_apid_t apid, off_t offset, size_t size,
-			 void *vaddr, void **addr)
+			 void *vaddr, unsigned int flags, void **addr)
 {
 	struct xpmem_cmd_attach cmd = {
 		.apid = apid,
@@ -174,8 +301,13 @@ static int kernel_attach(xpmem_apid_t apid, off_t offset, size_t size,
 		.vaddr = (__u64)(uintptr_t)vaddr,
 		.flags = 0,
 	};
-	int ret = dev_ioctl(XPMEM_CMD_ATTACH, &cmd, &cmd.fd);
+	int ret;
 
+	/* the classic command whenever it will do: old modules have it */
+	if (flags)
+		return kernel_attach_ext(apid, offset, size, vaddr, flags,
+					 addr);
+	ret = dev_ioctl(XPMEM_CMD_ATTACH, &cmd, &cmd.fd);
 	if (ret < 0)
 		return ret;
 	*addr = (void *)(uintptr_t)cmd.vaddr;
@@ -274,10 +406,13 @@ const struct xpmem_lib_backend xpmem_lib_kernel_backend = {
 	.features = XPMEM_EXT_F_WHOLE_AS | XPMEM_EXT_F_ANY_MEMORY |
 		    XPMEM_EXT_F_CROSS_USER | XPMEM_EXT_F_REVOKE |
 		    XPMEM_EXT_F_COHERENT,
+	.more_features = kernel_more_features,
 	.version = kernel_version,
 	.make = kernel_make,
 	.remove = kernel_remove,
 	.get = kernel_get,
+	.make_ext = kernel_make_ext,
+	.get_ext = kernel_get_ext,
 	.release = kernel_release,
 	.attach = kernel_attach,
 	.detach = kernel_detach,

@@ -51,12 +51,47 @@ static void shm_register_atfork(void)
 static int shm_make(void *vaddr, size_t size, int mode, xpmem_segid_t *segid)
 {
 	pthread_once(&atfork_once, shm_register_atfork);
-	return xpmem_lib_shm_make(vaddr, size, mode, segid);
+	return xpmem_lib_shm_make(vaddr, size, mode, 0, NULL, 0, segid);
+}
+
+/*
+ * Keys and read-only exports; no authorization keys: peers of the owner's
+ * uid read its memory through /proc without asking it, so a secret could
+ * bind only the others.
+ */
+static int shm_make_ext(void *vaddr, size_t size, int mode,
+			unsigned int flags, const void *key, size_t key_len,
+			const void *auth, size_t auth_len, xpmem_segid_t *segid)
+{
+	(void)auth_len;
+	if (auth) {
+		xpmem_lib_log("make: no authorization keys on the shm backend");
+		return -EOPNOTSUPP;
+	}
+	pthread_once(&atfork_once, shm_register_atfork);
+	return xpmem_lib_shm_make(vaddr, size, mode, flags, key, key_len,
+				  segid);
 }
 
 static int shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 {
 	pthread_once(&atfork_once, shm_register_atfork);
+	return xpmem_lib_shm_get(segid, flags, apid);
+}
+
+static int shm_get_ext(xpmem_segid_t segid, const void *key, size_t key_len,
+		       int flags, const void *auth, size_t auth_len,
+		       xpmem_apid_t *apid, xpmem_segid_t *found)
+{
+	(void)auth_len;
+	if (auth) {
+		xpmem_lib_log("get: no authorization keys on the shm backend");
+		return -EOPNOTSUPP;
+	}
+	pthread_once(&atfork_once, shm_register_atfork);
+	if (key)
+		return xpmem_lib_shm_get_key(key, key_len, flags, apid, found);
+	*found = segid;
 	return xpmem_lib_shm_get(segid, flags, apid);
 }
 
@@ -68,11 +103,14 @@ static int shm_alloc(size_t size, unsigned int flags, void **addr)
 
 const struct xpmem_lib_backend xpmem_lib_shm_backend = {
 	.id = XPMEM_EXT_BACKEND_SHM,
-	.features = XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER,
+	.features = XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
+		    XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS,
 	.version = shm_version,
 	.make = shm_make,
 	.remove = xpmem_lib_shm_remove,
 	.get = shm_get,
+	.make_ext = shm_make_ext,
+	.get_ext = shm_get_ext,
 	.release = xpmem_lib_shm_release,
 	.attach = xpmem_lib_shm_attach,
 	.detach = xpmem_lib_shm_detach,

@@ -88,11 +88,30 @@ struct shm_reg_slot {
 	uint32_t uid;		/* owner's euid at make time */
 	uint32_t gid;		/* owner's egid at make time */
 	uint32_t page_size;	/* object page size (attach alignment) */
-	uint32_t reserved;
+	uint32_t flags;		/* SHM_SLOT_* */
 	uint64_t obj_dev;
 	uint64_t obj_ino;
 	uint64_t offset;	/* segment start in the object */
 	uint64_t size;		/* segment size */
+};
+
+/* struct shm_reg_slot.flags */
+#define SHM_SLOT_RDONLY		0x1U	/* XPMEM_EXT_MAKE_RDONLY: no RDWR gets */
+
+/*
+ * Requested keys (xpmem_ext_make()).  A key names a segment through a
+ * second abstract socket of the owner, "\0xpmem-key-" and the key in hex,
+ * so it is unique in the network namespace (bind: EADDRINUSE is EEXIST)
+ * and gone with the owner.  The owner's accept thread answers every
+ * connection there, whoever connects (keys are names, not secrets), with
+ * one struct shm_key_answer; the peer then gets the segid as usual.
+ */
+#define SHM_KEY_PREFIX		"xpmem-key-"
+#define SHM_KEY_MAGIC		0x58504d4b45594e4dULL	/* "XPMKEYNM" */
+
+struct shm_key_answer {
+	uint64_t magic;		/* SHM_KEY_MAGIC */
+	uint64_t segid;
 };
 
 _Static_assert(sizeof(struct shm_reg_header) == 64, "registry header size");
@@ -173,12 +192,15 @@ int xpmem_lib_shm_id_valid(int64_t id);
 unsigned int xpmem_lib_shm_slot_of(xpmem_segid_t segid);
 socklen_t xpmem_lib_shm_sockaddr(xpmem_segid_t segid,
 				 struct sockaddr_un *sun);
+socklen_t xpmem_lib_shm_key_sockaddr(const void *key, size_t key_len,
+				     struct sockaddr_un *sun);
 int xpmem_lib_shm_object_create(size_t size, int *fd);
 int xpmem_lib_shm_huge_create(size_t size, int *fd);
 void xpmem_lib_shm_copy_nonzero(void *dst, const void *src, size_t size);
 
 /* shm_owner.c */
 int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
+		       unsigned int flags, const void *key, size_t key_len,
 		       xpmem_segid_t *segid);
 int xpmem_lib_shm_remove(xpmem_segid_t segid);
 int xpmem_lib_shm_alloc(size_t size, unsigned int flags, void **addr);
@@ -187,9 +209,11 @@ void xpmem_lib_shm_owner_atfork(int phase);
 
 /* shm_peer.c */
 int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid);
+int xpmem_lib_shm_get_key(const void *key, size_t key_len, int flags,
+			  xpmem_apid_t *apid, xpmem_segid_t *segid);
 int xpmem_lib_shm_release(xpmem_apid_t apid);
 int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
-			 void *vaddr, void **addr);
+			 void *vaddr, unsigned int flags, void **addr);
 int xpmem_lib_shm_detach(void *vaddr);
 void xpmem_lib_shm_peer_atfork(int phase);
 

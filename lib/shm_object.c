@@ -75,6 +75,28 @@ socklen_t xpmem_lib_shm_sockaddr(xpmem_segid_t segid, struct sockaddr_un *sun)
 			   (size_t)n);
 }
 
+/**
+ * xpmem_lib_shm_key_sockaddr - the abstract socket address of a key.
+ * @key:     1..XPMEM_EXT_KEY_MAX bytes
+ * @key_len: their number
+ * @sun:     filled with "\0xpmem-key-" and the key in hex
+ *
+ * Return: the address length to pass to bind(2)/connect(2).
+ */
+socklen_t xpmem_lib_shm_key_sockaddr(const void *key, size_t key_len,
+				     struct sockaddr_un *sun)
+{
+	const unsigned char *k = key;
+	size_t i, n = sizeof(SHM_KEY_PREFIX) - 1;
+
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	memcpy(sun->sun_path + 1, SHM_KEY_PREFIX, n);
+	for (i = 0; i < key_len; i++, n += 2)
+		snprintf(sun->sun_path + 1 + n, 3, "%02x", k[i]);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
 static const char *shm_dir(void)
 {
 	const char *d = getenv("XPMEM_SHM_DIR");

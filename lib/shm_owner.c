@@ -94,6 +94,7 @@ struct segment {
 	xpmem_segid_t segid;
 	unsigned int slot;
 	int sock;		/* listening on the segid's abstract name */
+	int key_sock;		/* listening on its key's name, or -1 */
 	struct backing *b;
 	struct shm_reg_slot info;	/* what its registry slot says */
 };
@@ -200,7 +201,7 @@ static enum shm_access mode_access(const struct shm_reg_slot *s,
 		bits = s->mode >> 6;
 	else
 		bits = in ? s->mode >> 3 : s->mode;
-	if ((bits & 6) == 6)
+	if ((bits & 6) == 6 && !(s->flags & SHM_SLOT_RDONLY))
 		return SHM_ACCESS_RDWR;
 	return bits & 4 ? SHM_ACCESS_READ : SHM_ACCESS_NONE;
 }
@@ -445,8 +446,26 @@ static int accept_one_locked(int sock, int *spare)
  * (the connections still queued are reset: their peers get ENOENT) and we
  * stop.
  */
-static void accept_serve(uint64_t segid)
+/* epoll data of a key's socket: the segid with this bit set. */
+#define ACCEPT_KEY_BIT		(1ULL << 63)
+
+/* Tell a peer on a key's socket which segment has the key. */
+static void answer_key(struct segment *seg, int c)
 {
+	struct shm_key_answer a = {
+		.magic = SHM_KEY_MAGIC, .segid = (uint64_t)seg->segid,
+	};
+
+	if (send(c, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+	    (ssize_t)sizeof(a))
+		xpmem_lib_log("accept thread: answering a key lookup: %s",
+			      strerror(errno));
+}
+
+static void accept_serve(uint64_t data)
+{
+	uint64_t segid = data & ~ACCEPT_KEY_BIT;
+	int key = !!(data & ACCEPT_KEY_BIT);
 	struct segment *seg;
 	int c, spare;
 
@@ -455,10 +474,15 @@ static void accept_serve(uint64_t segid)
 		spare = 0;
 		pthread_mutex_lock(&owner_lock);
 		seg = slot_seg[xpmem_lib_shm_slot_of((xpmem_segid_t)segid)];
-		if (seg && (uint64_t)seg->segid == segid) {
-			c = accept_one_locked(seg->sock, &spare);
+		if (seg && (uint64_t)seg->segid == segid &&
+		    (!key || seg->key_sock >= 0)) {
+			c = accept_one_locked(key ? seg->key_sock : seg->sock,
+					      &spare);
 			if (c >= 0) {
-				answer_locked(seg, c);
+				if (key)
+					answer_key(seg, c);
+				else
+					answer_locked(seg, c);
 				close(c);
 			}
 		}
@@ -610,7 +634,44 @@ close_fd:
 	return ret;
 }
 
-/* Close @seg's socket: its name, hence its segid, is free again. */
+/*
+ * segment_key_listen_locked - publish @seg under @key: bind and listen on
+ * the key's abstract name.  EADDRINUSE: a live segment in this network
+ * namespace has the key.
+ */
+static int segment_key_listen_locked(struct segment *seg, const void *key,
+				     size_t key_len)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN,
+		.data.u64 = (uint64_t)seg->segid | ACCEPT_KEY_BIT,
+	};
+	struct sockaddr_un sun;
+	socklen_t len = xpmem_lib_shm_key_sockaddr(key, key_len, &sun);
+	int fd, ret;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sun, len) != 0) {
+		ret = errno == EADDRINUSE ? -EEXIST : -errno;
+		if (ret == -EEXIST)
+			xpmem_lib_log("make: the key is in use in this network "
+				      "namespace");
+		close(fd);
+		return ret;
+	}
+	if (listen(fd, SOMAXCONN) != 0 ||
+	    epoll_ctl(accept_epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	seg->key_sock = fd;
+	return 0;
+}
+
+/* Close @seg's sockets: its names, hence its segid and key, are free again. */
 static void segment_unlisten_locked(struct segment *seg)
 {
 	/*
@@ -619,6 +680,11 @@ static void segment_unlisten_locked(struct segment *seg)
 	 */
 	epoll_ctl(accept_epfd, EPOLL_CTL_DEL, seg->sock, NULL);
 	close(seg->sock);
+	if (seg->key_sock >= 0) {
+		epoll_ctl(accept_epfd, EPOLL_CTL_DEL, seg->key_sock, NULL);
+		close(seg->key_sock);
+		seg->key_sock = -1;
+	}
 }
 
 /* ---- backings ---------------------------------------------------------- */
@@ -809,6 +875,8 @@ static void owner_reset_in_child(void)
 	for (s = segments; s; s = snext) {
 		snext = s->next;
 		close(s->sock);
+		if (s->key_sock >= 0)
+			close(s->key_sock);
 		free(s);
 	}
 	if (accept_epfd >= 0)
@@ -900,6 +968,7 @@ fail:
 }
 
 int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
+		       unsigned int flags, const void *key, size_t key_len,
 		       xpmem_segid_t *segid)
 {
 	size_t page = xpmem_lib_page_size();
@@ -925,6 +994,7 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	seg = calloc(1, sizeof(*seg));
 	if (!seg)
 		return -ENOMEM;
+	seg->key_sock = -1;
 
 	pthread_mutex_lock(&owner_lock);
 	if (reg_fd >= 0 && reg_pid != getpid()) {
@@ -969,6 +1039,13 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	ret = segment_listen_locked(seg);
 	if (ret)
 		goto drop_backing;
+	if (key) {
+		ret = segment_key_listen_locked(seg, key, key_len);
+		if (ret) {
+			segment_unlisten_locked(seg);
+			goto drop_backing;
+		}
+	}
 
 	slot.segid = (uint64_t)seg->segid;
 	slot.obj_fd = b->fd;
@@ -976,6 +1053,7 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	slot.uid = geteuid();
 	slot.gid = getegid();
 	slot.page_size = (uint32_t)b->page;
+	slot.flags = flags & XPMEM_EXT_MAKE_RDONLY ? SHM_SLOT_RDONLY : 0;
 	slot.obj_dev = b->dev;
 	slot.obj_ino = b->ino;
 	slot.offset = (uint64_t)(addr - b->addr);

@@ -155,23 +155,27 @@ void xpmem_lib_shm_peer_atfork(int phase)
  * (more gets in flight than the backlog) is waited out for at most
  * CONNECT_WAIT_S.
  */
-static int owner_connect(xpmem_segid_t segid, int *sock, struct ucred *cred)
+/*
+ * name_connect - connect to the abstract name @sun, waiting at most
+ * CONNECT_WAIT_S for room in a full listen queue, and read the listener's
+ * credentials.  Return: 0 with *@sock set, or -errno.
+ */
+static int name_connect(const struct sockaddr_un *sun, socklen_t alen,
+			int *sock, struct ucred *cred)
 {
 	struct timeval wait = { .tv_sec = CONNECT_WAIT_S };
-	struct sockaddr_un sun;
-	socklen_t alen = xpmem_lib_shm_sockaddr(segid, &sun);
 	socklen_t len = sizeof(*cred);
 	int fd, ret;
 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	ret = connect(fd, (struct sockaddr *)&sun, alen) ? -errno : 0;
+	ret = connect(fd, (const struct sockaddr *)sun, alen) ? -errno : 0;
 	if (ret == -EAGAIN) {
 		if (fcntl(fd, F_SETFL, 0) == 0 &&
 		    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait,
 			       sizeof(wait)) == 0)
-			ret = connect(fd, (struct sockaddr *)&sun, alen) ?
+			ret = connect(fd, (const struct sockaddr *)sun, alen) ?
 			      -errno : 0;
 	}
 	memset(cred, 0, sizeof(*cred));
@@ -179,6 +183,18 @@ static int owner_connect(xpmem_segid_t segid, int *sock, struct ucred *cred)
 		ret = -errno;
 	if (ret)
 		close(fd);
+	else
+		*sock = fd;
+	return ret;
+}
+
+static int owner_connect(xpmem_segid_t segid, int *sock, struct ucred *cred)
+{
+	struct sockaddr_un sun;
+	socklen_t alen = xpmem_lib_shm_sockaddr(segid, &sun);
+	int fd = -1, ret;
+
+	ret = name_connect(&sun, alen, &fd, cred);
 	if (ret == -ECONNREFUSED || ret == -ENOENT) {
 		xpmem_lib_log("get %#llx: no such segment in this network "
 			      "namespace", (unsigned long long)segid);
@@ -470,6 +486,10 @@ static int check_mode(const struct shm_reg_slot *s, int flags)
 	if ((bits & need) != need && !xpmem_lib_has_cap(CAP_IPC_OWNER)) {
 		xpmem_lib_log("get: mode %#o does not grant %s", s->mode,
 			      flags == XPMEM_RDONLY ? "read" : "read-write");
+		return -EACCES;
+	}
+	if (flags == XPMEM_RDWR && (s->flags & SHM_SLOT_RDONLY)) {
+		xpmem_lib_log("get: a read-only export");
 		return -EACCES;
 	}
 	return 0;
@@ -817,6 +837,84 @@ free_p:
 	return ret;
 }
 
+/*
+ * key_answer_recv - the segid the owner of the key socket @fd names,
+ * waiting at most CONNECT_WAIT_S.
+ */
+static int key_answer_recv(int fd, uint64_t *segid)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct shm_key_answer a;
+	struct timespec deadline;
+	ssize_t n;
+	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += CONNECT_WAIT_S;
+	while ((r = poll(&pfd, 1, ms_left(&deadline))) <= 0) {
+		if (r == 0) {
+			xpmem_lib_log("get by key: no answer from the owner in "
+				      "%d s", CONNECT_WAIT_S);
+			return -EAGAIN;
+		}
+		if (errno != EINTR)
+			return -errno;
+	}
+	do {
+		n = recv(fd, &a, sizeof(a), MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(a) && a.magic == SHM_KEY_MAGIC &&
+	    xpmem_lib_shm_id_valid((xpmem_segid_t)a.segid)) {
+		*segid = a.segid;
+		return 0;
+	}
+	xpmem_lib_log("get by key: %s", n <= 0 ? "removed while we asked" :
+		      "a malformed answer");
+	return -ENOENT;
+}
+
+/*
+ * xpmem_ext_get_key() on this backend: the key's socket names the
+ * segment, whose own socket must belong to the same process (a key is
+ * then never an alias for someone else's segment), and the get is the
+ * usual one.
+ */
+int xpmem_lib_shm_get_key(const void *key, size_t key_len, int flags,
+			  xpmem_apid_t *apid, xpmem_segid_t *segid)
+{
+	struct sockaddr_un sun;
+	socklen_t alen = xpmem_lib_shm_key_sockaddr(key, key_len, &sun);
+	struct ucred kcred, scred;
+	uint64_t id = 0;
+	int fd = -1, ret;
+
+	ret = name_connect(&sun, alen, &fd, &kcred);
+	if (ret == -ECONNREFUSED || ret == -ENOENT) {
+		xpmem_lib_log("get by key: no such key in this network "
+			      "namespace");
+		return -ENOENT;
+	}
+	if (ret)
+		return ret;
+	ret = key_answer_recv(fd, &id);
+	close(fd);
+	if (ret)
+		return ret;
+	ret = owner_connect((xpmem_segid_t)id, &fd, &scred);
+	if (ret)
+		return ret;
+	close(fd);
+	if (scred.pid != kcred.pid) {
+		xpmem_lib_log("get by key: the key's process does not own "
+			      "segment %#llx", (unsigned long long)id);
+		return -ENOENT;
+	}
+	ret = xpmem_lib_shm_get((xpmem_segid_t)id, flags, apid);
+	if (!ret)
+		*segid = (xpmem_segid_t)id;
+	return ret;
+}
+
 static void attachment_unmap(struct attachment *a)
 {
 	munmap(a->addr, a->size);
@@ -855,14 +953,34 @@ int xpmem_lib_shm_release(xpmem_apid_t apid)
 	return 0;
 }
 
+/*
+ * XPMEM_EXT_ATTACH_POPULATE*: fault the new mapping in (its pages are the
+ * owner's shared memory, resident or swapped).  Best effort, as on the
+ * kernel backend: a kernel before 5.14 has no MADV_POPULATE_*.
+ */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22
+#define MADV_POPULATE_WRITE	23
+#endif
+
+static void attachment_populate(void *m, size_t size, unsigned int flags)
+{
+	int advice = flags & XPMEM_EXT_ATTACH_POPULATE_WRITE ?
+		     MADV_POPULATE_WRITE : MADV_POPULATE_READ;
+
+	if (madvise(m, size, advice))
+		xpmem_lib_log("attach: populating %p: %s", m, strerror(errno));
+}
+
 int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
-			 void *vaddr, void **addr)
+			 void *vaddr, unsigned int flags, void **addr)
 {
 	struct attachment *a = calloc(1, sizeof(*a));
 	struct shm_reg_slot s;
 	struct permit *p;
 	uint64_t off = (uint64_t)offset, span;
-	int prot, ret;
+	int prot, ret, fd;
+	char path[40];
 	void *m;
 
 	if (!a)
@@ -897,13 +1015,41 @@ int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 		ret = -EINVAL;
 		goto unlock;
 	}
-	prot = p->flags == XPMEM_RDONLY ? PROT_READ : PROT_READ | PROT_WRITE;
+	if ((flags & XPMEM_EXT_ATTACH_POPULATE_WRITE) &&
+	    p->flags == XPMEM_RDONLY) {
+		xpmem_lib_log("attach: POPULATE_WRITE through a read-only permit");
+		ret = -EACCES;
+		goto unlock;
+	}
+	prot = p->flags == XPMEM_RDONLY || (flags & XPMEM_EXT_ATTACH_RDONLY) ?
+	       PROT_READ : PROT_READ | PROT_WRITE;
+	fd = p->objfd;
+	if (p->flags != XPMEM_RDONLY && (flags & XPMEM_EXT_ATTACH_RDONLY)) {
+		/*
+		 * A read-only description of the same object, so that
+		 * mprotect() cannot make the mapping writable (as on the
+		 * kernel backend).
+		 */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", p->objfd);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			xpmem_lib_log("attach: read-only reopen: %s",
+				      strerror(errno));
+			goto unlock;
+		}
+	}
 	m = mmap(vaddr, size, prot, MAP_SHARED | (vaddr ? MAP_FIXED : 0),
-		 p->objfd, (off_t)(p->offset + off));
+		 fd, (off_t)(p->offset + off));
+	if (fd != p->objfd)
+		close(fd);
 	if (m == MAP_FAILED) {
 		ret = -errno;
 		goto unlock;
 	}
+	if (flags & (XPMEM_EXT_ATTACH_POPULATE |
+		     XPMEM_EXT_ATTACH_POPULATE_WRITE))
+		attachment_populate(m, size, flags);
 	a->addr = m;
 	a->size = size;
 	a->apid = apid;

@@ -55,13 +55,22 @@ int xpmem_lib_in_group(gid_t gid);
 struct xpmem_lib_backend {
 	int id;				/* enum xpmem_ext_backend_id */
 	unsigned long features;		/* XPMEM_EXT_F_* */
+	unsigned long (*more_features)(void);	/* found at run time, or NULL */
 	int (*version)(void);		/* >= 0 or -errno */
 	int (*make)(void *vaddr, size_t size, int mode, xpmem_segid_t *segid);
 	int (*remove)(xpmem_segid_t segid);
 	int (*get)(xpmem_segid_t segid, int flags, xpmem_apid_t *apid);
+	/* keys (XPMEM_EXT_F_KEYS); NULL where the backend has none */
+	int (*make_ext)(void *vaddr, size_t size, int mode, unsigned int flags,
+			const void *key, size_t key_len, const void *auth,
+			size_t auth_len, xpmem_segid_t *segid);
+	int (*get_ext)(xpmem_segid_t segid, const void *key, size_t key_len,
+		       int flags, const void *auth, size_t auth_len,
+		       xpmem_apid_t *apid, xpmem_segid_t *found);
 	int (*release)(xpmem_apid_t apid);
+	/* @flags: XPMEM_EXT_ATTACH_RDONLY, _POPULATE, _POPULATE_WRITE */
 	int (*attach)(xpmem_apid_t apid, off_t offset, size_t size,
-		      void *vaddr, void **addr);
+		      void *vaddr, unsigned int flags, void **addr);
 	int (*detach)(void *vaddr);
 	int (*alloc)(size_t size, unsigned int flags, void **addr);
 	int (*free)(void *addr);

@@ -389,11 +389,16 @@ TEST_F(lib, backend_signals)
 		 * CROSS_USER once lib/shm.c reports it (peers of other uids
 		 * work now: xuser tests); nothing else.
 		 */
-		ASSERT_EQ(XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER, f);
+		ASSERT_EQ(XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
+			  XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS, f);
 		ASSERT_STREQ("shm", xpmem_ext_backend_name(self->backend));
 	} else {
 		ASSERT_LE(0, xpmem_version());
 		ASSERT_TRUE((f & XPMEM_EXT_F_WHOLE_AS) != 0);
+		/* this module answers XPMEM_CMD_EXT_QUERY */
+		ASSERT_TRUE((f & XPMEM_EXT_F_ATTACH_OPTS) != 0);
+		ASSERT_TRUE((f & XPMEM_EXT_F_KEYS) != 0);
+		ASSERT_TRUE((f & XPMEM_EXT_F_AUTH) != 0);
 		ASSERT_STREQ("kernel", xpmem_ext_backend_name(self->backend));
 	}
 }
@@ -871,6 +876,338 @@ TEST_F(lib, rdonly)
 	ASSERT_EQ(0, xpmem_ext_free(buf));
 }
 
+/* ---- xpmem_ext_attach() ------------------------------------------------- */
+
+static void *ext_attach(xpmem_apid_t apid, size_t size, unsigned int flags)
+{
+	struct xpmem_addr addr = { .apid = apid, .offset = 0 };
+
+	return xpmem_ext_attach(addr, size, NULL, flags);
+}
+
+TEST_F(lib, ext_attach_rejections)
+{
+	const size_t len = 4 * page;
+	unsigned char *buf = xpmem_ext_alloc(len, 0);
+	xpmem_apid_t rw, ro;
+	xpmem_segid_t segid;
+
+	ASSERT_NE(NULL, buf);
+	segid = xpmem_make(buf, len, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	rw = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL);
+	ro = xpmem_get(segid, XPMEM_RDONLY, XPMEM_PERMIT_MODE, NULL);
+	ASSERT_LT(0, rw);
+	ASSERT_LT(0, ro);
+	/* FIXED is a non-NULL vaddr here, not a flag */
+	for (unsigned int bit = 1; bit < 32; bit += bit == 1 ? 3 : 1) {
+		errno = 0;
+		ASSERT_EQ((void *)-1, ext_attach(rw, len, 1U << bit));
+		ASSERT_EQ(EINVAL, errno) TH_LOG("flag bit %u", bit);
+	}
+	errno = 0;
+	ASSERT_EQ((void *)-1, ext_attach(rw, len, XPMEM_EXT_ATTACH_RDONLY |
+					 XPMEM_EXT_ATTACH_POPULATE_WRITE));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ((void *)-1,
+		  ext_attach(ro, len, XPMEM_EXT_ATTACH_POPULATE_WRITE));
+	ASSERT_EQ(EACCES, errno);
+	errno = 0;
+	ASSERT_EQ((void *)-1, ext_attach(rw, 0, XPMEM_EXT_ATTACH_POPULATE));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ((void *)-1, ext_attach(rw, len + page,
+					 XPMEM_EXT_ATTACH_POPULATE));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, xpmem_release(rw));
+	ASSERT_EQ(0, xpmem_release(ro));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/* Each option does what it says, on either backend. */
+TEST_F(lib, ext_attach_options)
+{
+	const size_t len = 64 * page;
+	unsigned char *buf = xpmem_ext_alloc(len, 0);
+	unsigned char *plain, *rd, *pop, *popw;
+	xpmem_segid_t segid;
+	xpmem_apid_t rw;
+
+	ASSERT_NE(NULL, buf);
+	fill(buf, len, 41);
+	segid = xpmem_make(buf, len, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	rw = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL);
+	ASSERT_LT(0, rw);
+
+	plain = ext_attach(rw, len, 0);
+	ASSERT_NE((void *)-1, plain);
+	ASSERT_EQ(0, check(plain, len, 41));
+	plain[1] ^= 0xff;
+	ASSERT_EQ(buf[1], plain[1]);
+	plain[1] ^= 0xff;
+
+	/* read-only through a read-write permit, for good */
+	rd = ext_attach(rw, len, XPMEM_EXT_ATTACH_RDONLY);
+	ASSERT_NE((void *)-1, rd);
+	ASSERT_EQ(0, check(rd, len, 41));
+	ASSERT_EQ(SIGSEGV, probe_access(rd + page, 1));
+	ASSERT_NE(0, mprotect(rd, page, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(0, check(buf, len, 41));
+
+	pop = ext_attach(rw, len, XPMEM_EXT_ATTACH_POPULATE);
+	ASSERT_NE((void *)-1, pop);
+	ASSERT_EQ(0, check(pop, len, 41));
+
+	popw = ext_attach(rw, len, XPMEM_EXT_ATTACH_POPULATE_WRITE);
+	ASSERT_NE((void *)-1, popw);
+	ASSERT_EQ(0, check(popw, len, 41));
+	for (size_t i = 0; i < len; i += page)
+		popw[i + 3] = 0x5a;
+	for (size_t i = 0; i < len; i += page) {
+		ASSERT_EQ(0x5a, buf[i + 3]);
+		ASSERT_EQ(0x5a, rd[i + 3]);
+		ASSERT_EQ(0x5a, pop[i + 3]);
+	}
+
+	ASSERT_EQ(0, xpmem_detach(plain));
+	ASSERT_EQ(0, xpmem_detach(rd));
+	ASSERT_EQ(0, xpmem_detach(pop));
+	ASSERT_EQ(0, xpmem_detach(popw));
+	ASSERT_EQ(0, xpmem_release(rw));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/* ---- xpmem_ext_make() / xpmem_ext_get*() -------------------------------- */
+
+static const char lib_key[] = "lib_xpmem/well-known";
+static const char lib_auth[] = "s3cr3t";
+
+/* Where the backend has no authorization keys, calls with one say so. */
+TEST_F(lib, ext_auth_or_eopnotsupp)
+{
+	unsigned char *buf = xpmem_ext_alloc(page, 0);
+	xpmem_segid_t segid, found = 0;
+
+	ASSERT_NE(NULL, buf);
+	if (xpmem_ext_features() & XPMEM_EXT_F_AUTH) {
+		xpmem_ext_free(buf);
+		SKIP(return, "the backend has authorization keys");
+	}
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0600, 0, lib_key,
+				     sizeof(lib_key), lib_auth, 6));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	/* nothing was published under the key */
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_get_key(lib_key, sizeof(lib_key),
+					XPMEM_RDONLY, NULL, 0, &found));
+	ASSERT_EQ(ENOENT, errno);
+	ASSERT_EQ(0, found);
+	segid = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0600);
+	ASSERT_LT(0, segid);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_get(segid, XPMEM_RDONLY, lib_auth, 6));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+TEST_F(lib, ext_keys_argument_checks)
+{
+	unsigned char *buf = xpmem_ext_alloc(page, 0);
+	char big[XPMEM_EXT_AUTH_MAX + 1] = { 0 };
+
+	ASSERT_NE(NULL, buf);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0600, 0x2, NULL, 0, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 01000, 0, NULL, 0, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0600, 0, lib_key, 0, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0600, 0, big,
+				     XPMEM_EXT_KEY_MAX + 1, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0600, 0, NULL, 3, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0600, 0, NULL, 0, big,
+				     sizeof(big)));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_get_key(NULL, 0, XPMEM_RDONLY, NULL, 0, NULL));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_get_key(lib_key, sizeof(lib_key), 3, NULL, 0,
+					NULL));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_get(0, XPMEM_RDONLY, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_get(5, XPMEM_RDONLY, lib_auth, 0));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/*
+ * A runtime's rendezvous by name: the owner publishes its buffer under a
+ * key with a secret; a child finds it by key alone (no segid passed),
+ * must present the secret, and writes what the owner then reads.
+ */
+TEST_F(lib, ext_keys_rendezvous)
+{
+	const int auth = !!(xpmem_ext_features() & XPMEM_EXT_F_AUTH);
+	const char *secret = auth ? lib_auth : NULL;
+	const size_t slen = auth ? strlen(lib_auth) : 0;
+	const size_t len = 16 * page;
+	unsigned char *buf;
+	xpmem_segid_t segid;
+	int done[2];
+	pid_t pid;
+	char c;
+
+	if (!(xpmem_ext_features() & XPMEM_EXT_F_KEYS))
+		SKIP(return, "no XPMEM_EXT_F_KEYS on this backend");
+	buf = xpmem_ext_alloc(len, 0);
+	ASSERT_NE(NULL, buf);
+	fill(buf, len, 51);
+	segid = xpmem_ext_make(buf, len, 0600, 0, lib_key, sizeof(lib_key),
+			       secret, slen);
+	ASSERT_LT(0, segid);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, len, 0600, 0, lib_key,
+				     sizeof(lib_key), NULL, 0));
+	ASSERT_EQ(EEXIST, errno);
+	ASSERT_EQ(0, pipe(done));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct xpmem_addr addr = { .offset = 0 };
+		xpmem_segid_t found = 0;
+		unsigned char *at;
+
+		close(done[0]);
+		/* another process cannot take the key either */
+		if (xpmem_ext_make(buf, len, 0600, 0, lib_key,
+				   sizeof(lib_key), NULL, 0) != -1 ||
+		    errno != EEXIST)
+			_exit(1);
+		if (auth && (xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE,
+				       NULL) != -1 || errno != EACCES))
+			_exit(2);
+		if (auth && (xpmem_ext_get_key(lib_key, sizeof(lib_key),
+					       XPMEM_RDWR, "wrong", 5,
+					       NULL) != -1 || errno != EACCES))
+			_exit(3);
+		if (xpmem_ext_get_key(lib_key, sizeof(lib_key) - 1, XPMEM_RDWR,
+				      secret, slen, NULL) != -1 ||
+		    errno != ENOENT)
+			_exit(4);
+		addr.apid = xpmem_ext_get_key(lib_key, sizeof(lib_key),
+					      XPMEM_RDWR, secret, slen, &found);
+		if (addr.apid <= 0 || found != segid)
+			_exit(5);
+		at = xpmem_ext_attach(addr, len, NULL,
+				      XPMEM_EXT_ATTACH_POPULATE_WRITE);
+		if (at == (void *)-1 || check(at, len, 51))
+			_exit(6);
+		fill(at, len, 52);
+		if (write(done[1], "x", 1) != 1)
+			_exit(7);
+		_exit(0);
+	}
+	close(done[1]);
+	ASSERT_EQ(1, read(done[0], &c, 1));
+	close(done[0]);
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, check(buf, len, 52));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_get_key(lib_key, sizeof(lib_key), XPMEM_RDONLY,
+					secret, slen, NULL));
+	ASSERT_EQ(ENOENT, errno);
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/* A key whose owner was killed is free again at once. */
+TEST_F(lib, ext_key_free_after_owner_killed)
+{
+	unsigned char *buf;
+	xpmem_segid_t segid;
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	if (!(xpmem_ext_features() & XPMEM_EXT_F_KEYS))
+		SKIP(return, "no XPMEM_EXT_F_KEYS on this backend");
+	buf = xpmem_ext_alloc(page, 0);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(ready[0]);
+		if (xpmem_ext_make(buf, page, 0600, 0, lib_key,
+				   sizeof(lib_key), NULL, 0) <= 0)
+			_exit(1);
+		if (write(ready[1], "k", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	close(ready[0]);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0600, 0, lib_key,
+				     sizeof(lib_key), NULL, 0));
+	ASSERT_EQ(EEXIST, errno);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	{
+		int st = wait_child(pid);
+
+		ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	}
+	segid = xpmem_ext_make(buf, page, 0600, 0, lib_key, sizeof(lib_key),
+			       NULL, 0);
+	ASSERT_LT(0, segid);
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/* A read-only export refuses RDWR gets whatever the mode says. */
+TEST_F(lib, ext_make_rdonly)
+{
+	unsigned char *buf;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+
+	if (!(xpmem_ext_features() & XPMEM_EXT_F_KEYS))
+		SKIP(return, "no XPMEM_EXT_F_KEYS on this backend");
+	buf = xpmem_ext_alloc(page, 0);
+	ASSERT_NE(NULL, buf);
+	segid = xpmem_ext_make(buf, page, 0666, XPMEM_EXT_MAKE_RDONLY, NULL, 0,
+			       NULL, 0);
+	ASSERT_LT(0, segid);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL));
+	ASSERT_EQ(EACCES, errno);
+	apid = xpmem_ext_get(segid, XPMEM_RDONLY, NULL, 0);
+	ASSERT_LT(0, apid);
+	ASSERT_EQ(0, xpmem_release(apid));
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
 /* ---- peers of another uid ----------------------------------------------- */
 
 #define ALICE		1000
@@ -1097,6 +1434,85 @@ TEST_F(xuser, exchange_0666)
  * alice's (migrated, private anonymous) range cannot be written: mprotect
  * to PROT_WRITE fails, a store faults, and alice's bytes stay.
  */
+/*
+ * A key across users: alice publishes a read-only export of 0666 memory
+ * under a key; bob finds it by the key alone, gets read access only, and
+ * cannot take the key himself.
+ */
+TEST_F(xuser, key_rdonly_export)
+{
+	static const char key[] = "xuser/alice";
+	int seg[2], done[2];
+	pid_t owner, peer;
+
+	if (!(xpmem_ext_features() & XPMEM_EXT_F_KEYS))
+		SKIP(return, "no XPMEM_EXT_F_KEYS on this backend");
+	ASSERT_EQ(0, pipe(seg));
+	ASSERT_EQ(0, pipe(done));
+	int all[] = { seg[0], seg[1], done[0], done[1] };
+
+	owner = fork_child();
+	ASSERT_LE(0, owner);
+	if (owner == 0) {
+		unsigned char *buf;
+		xpmem_segid_t s;
+
+		KEEP(all, seg[1], done[0]);
+		if (become(ALICE, ALICE, 0))
+			_exit(10);
+		buf = xpmem_ext_alloc(page, 0);
+		if (!buf)
+			_exit(11);
+		fill(buf, page, 61);
+		s = xpmem_ext_make(buf, page, 0666, XPMEM_EXT_MAKE_RDONLY,
+				   key, sizeof(key), NULL, 0);
+		if (s <= 0 || write_all(seg[1], &s, sizeof(s)))
+			_exit(12);
+		wait_eof(done[0]);
+		if (check(buf, page, 61) || xpmem_remove(s))
+			_exit(13);
+		_exit(CHILD_OK);
+	}
+	peer = fork_child();
+	ASSERT_LE(0, peer);
+	if (peer == 0) {
+		struct xpmem_addr addr = { .offset = 0 };
+		xpmem_segid_t s, found = 0;
+		unsigned char *at, *b;
+
+		KEEP(all, seg[0], done[1]);
+		if (become(BOB, BOB, 0))
+			_exit(10);
+		if (read_all(seg[0], &s, sizeof(s)))	/* made, not told */
+			_exit(11);
+		errno = 0;
+		if (xpmem_ext_get_key(key, sizeof(key), XPMEM_RDWR, NULL, 0,
+				      NULL) != -1 || errno != EACCES)
+			_exit(12);
+		addr.apid = xpmem_ext_get_key(key, sizeof(key), XPMEM_RDONLY,
+					      NULL, 0, &found);
+		if (addr.apid <= 0)
+			_exit(errno_code(20));
+		if (found != s)
+			_exit(13);
+		at = xpmem_attach(addr, page, NULL);
+		if (at == (void *)-1 || check(at, page, 61))
+			_exit(14);
+		b = anon(page);
+		errno = 0;
+		if (!b || xpmem_ext_make(b, page, 0600, 0, key, sizeof(key),
+					 NULL, 0) != -1 || errno != EEXIST)
+			_exit(15);
+		if (xpmem_detach(at) || xpmem_release(addr.apid))
+			_exit(16);
+		_exit(CHILD_OK);
+	}
+	KEEP_NONE(all);
+	ASSERT_CHILD(CHILD_OK, peer, "bob");
+	ASSERT_CHILD(CHILD_OK, owner, "alice");
+	ASSERT_DIR_EMPTY();
+}
+
 TEST_F(xuser, rdonly_0644)
 {
 	size_t size = 2 * page;

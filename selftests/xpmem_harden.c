@@ -304,12 +304,7 @@ FIXTURE_SETUP(harden)
 	self->nkids = 0;
 	for (i = 0; i < NR_LIMITS; i++)
 		self->saved[i] = -1;
-	self->fd = xp_open();
-	if (self->fd < 0)
-		SKIP(return, "no %s (module not loaded)", XPMEM_DEV_PATH);
-	self->segs = stat_read("segments");
-	self->permits = stat_read("permits");
-	self->atts = stat_read("attachments");
+	XP_FIXTURE_OPEN();
 	for (i = 0; i < NR_LIMITS; i++)
 		self->saved[i] = param_read(limit_names[i]);
 }

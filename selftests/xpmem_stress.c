@@ -655,6 +655,7 @@ struct fz_shared {
 	struct fz_procinfo procs[FZ_MAXPROCS];
 	long ops[FZ_NOPS], ok[FZ_NOPS], ns[FZ_NOPS];
 	long touches, sigbus, sigsegv, refused, selfmaps, forks, child_touches;
+	long ext_attaches, ext_makes, ext_gets;
 	int secretmem;
 	uint64_t crash_addr[FZ_MAXPROCS];
 	int failed;
@@ -707,6 +708,7 @@ struct fz {
 	long opi;
 	long ops[FZ_NOPS], ok[FZ_NOPS], ns[FZ_NOPS];
 	long touches, sigbus, sigsegv, refused, selfmaps, forks;
+	long ext_attaches, ext_makes, ext_gets;
 };
 
 static struct fz F;
@@ -1044,6 +1046,55 @@ static void op_remove_own(struct fz *f, int si)
 	fz_seg_removed(f, si);
 }
 
+/*
+ * EXT_MAKE/EXT_GET options drawn from small sets, so that keys collide
+ * and authorization keys are sometimes right: key "fzk0".."fzk7", secret
+ * "fzs0" or "fzs1".
+ */
+static void fz_key(struct fz *f, uint8_t *key, uint32_t *len)
+{
+	*len = (uint32_t)snprintf((char *)key, XPMEM_EXT_KEY_MAX, "fzk%u",
+				  (unsigned int)rnd(&f->r, 8));
+}
+
+static void fz_auth(struct fz *f, uint8_t *auth, uint32_t *len)
+{
+	*len = (uint32_t)snprintf((char *)auth, XPMEM_EXT_AUTH_MAX, "fzs%u",
+				  (unsigned int)rnd(&f->r, 2));
+}
+
+/* MAKE through EXT_MAKE with random options; @bad: a malformed one. */
+static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
+			int am)
+{
+	struct xpmem_ext_make x = {
+		.vaddr = c->vaddr, .size = c->size,
+		.mode = (uint32_t)c->permit_value,
+	};
+	long r;
+
+	if (chance(&f->r, 50)) {
+		x.flags |= XPMEM_EXT_MAKE_KEY;
+		fz_key(f, x.key, &x.key_len);
+	}
+	if (chance(&f->r, 25)) {
+		x.flags |= XPMEM_EXT_MAKE_AUTH;
+		fz_auth(f, x.auth, &x.auth_len);
+	}
+	if (chance(&f->r, 20))
+		x.flags |= XPMEM_EXT_MAKE_RDONLY;
+	/* what has no EXT_MAKE counterpart becomes an unknown flag */
+	if (bad && (c->permit_type != XPMEM_PERMIT_MODE ||
+		    c->permit_value > 0777))
+		x.flags |= 0x8U << rnd(&f->r, 28);
+	if (chance(&f->r, 3))
+		x.key_len = XPMEM_EXT_KEY_MAX + 1;	/* and so must fail */
+	r = xp_ioctl(f->fd, XPMEM_CMD_EXT_MAKE, fz_arg(f, am, &x, sizeof(x)));
+	c->segid = x.segid;
+	f->ext_makes++;
+	return r;
+}
+
 static void op_make(struct fz *f, int bad)
 {
 	static const int modes[] = { 0600, 0666, 0640, 0604, 0644, 0400, 0, 0660 };
@@ -1120,7 +1171,14 @@ static void op_make(struct fz *f, int bad)
 	am = fz_argmode(f);
 	if (am != ARG_OK)
 		must_fail = 1;	/* the segid cannot be written back */
-	r = xp_ioctl(f->fd, XPMEM_CMD_MAKE, fz_arg(f, am, &c, sizeof(c)));
+	if (chance(&f->r, 25)) {
+		r = fz_ext_make(f, &c, bad, am);
+		if (c.segid && r)
+			fz_fail(f, "EXT_MAKE failed but wrote a segid");
+	} else {
+		r = xp_ioctl(f->fd, XPMEM_CMD_MAKE,
+			     fz_arg(f, am, &c, sizeof(c)));
+	}
 	fz_check(f, r, must_fail, bad ? "MAKE (invalid)" : "MAKE");
 	if (r)
 		return;
@@ -1277,7 +1335,36 @@ static void op_get(struct fz *f)
 	am = fz_argmode(f);
 	if (am != ARG_OK)
 		must_fail = 1;
-	r = xp_ioctl(f->fd, XPMEM_CMD_GET, fz_arg(f, am, &c, sizeof(c)));
+	if (chance(&f->r, 25)) {
+		/* EXT_GET: by segid or by key, with or without a secret */
+		struct xpmem_ext_get x = {
+			.segid = c.segid,
+			.flags = (uint32_t)c.flags,
+		};
+
+		if (c.permit_type != XPMEM_PERMIT_MODE ||
+		    (c.flags != XPMEM_RDONLY && c.flags != XPMEM_RDWR))
+			x.flags |= 0x400U << rnd(&f->r, 20);
+		/* a key may name any segment: not where failure is due */
+		if (!must_fail && chance(&f->r, 40)) {
+			x.segid = 0;
+			x.flags |= XPMEM_EXT_GET_BY_KEY;
+			fz_key(f, x.key, &x.key_len);
+			known = 0;	/* some segment, maybe not this one */
+		}
+		if (chance(&f->r, 30)) {
+			x.flags |= XPMEM_EXT_GET_AUTH;
+			fz_auth(f, x.auth, &x.auth_len);
+		}
+		r = xp_ioctl(f->fd, XPMEM_CMD_EXT_GET,
+			     fz_arg(f, am, &x, sizeof(x)));
+		c.apid = x.apid;
+		c.segid = x.segid;
+		f->ext_gets++;
+	} else {
+		r = xp_ioctl(f->fd, XPMEM_CMD_GET,
+			     fz_arg(f, am, &c, sizeof(c)));
+	}
 	fz_check(f, r, must_fail, "GET");
 	if (r)
 		return;
@@ -1361,6 +1448,7 @@ static void op_attach(struct fz *f)
 	uint64_t tgt = 0, want = 0, lo, hi;
 	unsigned long n = 1, fp = 0, v = rnd(&f->r, 100);
 	int must_fail = 1, fixed = 0, selfmap = 0, safe = 0, am, pi = -1, ai;
+	int rdonly = 0;
 	unsigned char vec;
 	long r;
 
@@ -1481,7 +1569,37 @@ call:
 		must_fail = 1;
 	if (selfmap)
 		f->selfmaps++;
-	r = xp_ioctl(f->fd, XPMEM_CMD_ATTACH, fz_arg(f, am, &c, sizeof(c)));
+	if (chance(&f->r, 30)) {
+		/* EXT_ATTACH: the same request, with random options */
+		struct xpmem_ext_attach x = {
+			.apid = c.apid, .offset = (uint64_t)c.offset,
+			.size = c.size, .vaddr = c.vaddr,
+			.flags = c.vaddr ? XPMEM_EXT_ATTACH_FIXED : 0,
+		};
+		unsigned int o = rnd(&f->r, 8);
+
+		if (c.flags)
+			x.flags |= 0x10U << rnd(&f->r, 28);
+		x.flags |= (o & 1 ? XPMEM_EXT_ATTACH_RDONLY : 0) |
+			   (o & 2 ? XPMEM_EXT_ATTACH_POPULATE : 0) |
+			   (o & 4 ? XPMEM_EXT_ATTACH_POPULATE_WRITE : 0);
+		if ((o & 5) == 5 || ((o & 4) && (!pm || !pm->rdwr)))
+			must_fail = 1;
+		if (chance(&f->r, 3)) {
+			x.reserved[rnd(&f->r, 3)] = 1 + rnd(&f->r, 8);
+			must_fail = 1;
+		}
+		rdonly = o & 1;
+		if (am != ARG_OK)
+			must_fail = 1;
+		r = xp_ioctl(f->fd, XPMEM_CMD_EXT_ATTACH,
+			     fz_arg(f, am, &x, sizeof(x)));
+		c.vaddr = x.vaddr;
+		f->ext_attaches++;
+	} else {
+		r = xp_ioctl(f->fd, XPMEM_CMD_ATTACH,
+			     fz_arg(f, am, &c, sizeof(c)));
+	}
 	fz_check(f, r, must_fail, selfmap ? "ATTACH (onto its own source)" :
 		 "ATTACH");
 	if (r) {
@@ -1498,11 +1616,12 @@ call:
 			(unsigned long long)c.vaddr, strerror(errno));
 	n = (c.size + PG - 1) / PG;
 	f->atts[ai] = (struct fz_att){
-		.used = 1, .perm = pi, .writable = pm->rdwr, .safe = safe,
+		.used = 1, .perm = pi, .writable = pm->rdwr && !rdonly,
+		.safe = safe,
 	};
 	if (in_arena(f, c.vaddr, n * PG)) {
 		fz_set(f, (c.vaddr - (uintptr_t)f->arena) / PG, n, PK_ATT,
-		       PROT_READ | (pm->rdwr ? PROT_WRITE : 0), ai);
+		       PROT_READ | (pm->rdwr && !rdonly ? PROT_WRITE : 0), ai);
 		if (pm->rdwr && !safe)
 			fz_fail(f, "internal: unsafe writable attachment in the arena");
 	} else if (c.vaddr + n * PG > (uintptr_t)f->arena &&
@@ -2264,6 +2383,9 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 	__atomic_fetch_add(&sh->refused, f->refused, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&sh->selfmaps, f->selfmaps, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&sh->forks, f->forks, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sh->ext_attaches, f->ext_attaches, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sh->ext_makes, f->ext_makes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sh->ext_gets, f->ext_gets, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -2351,6 +2473,8 @@ TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 	     "memfd_secret owner memory: %s", sh->touches, sh->child_touches,
 	     sh->sigbus, sh->sigsegv, sh->refused, sh->selfmaps, sh->forks,
 	     sh->secretmem ? "yes" : "no (unavailable)");
+	note("  EXT_ATTACH %ld, EXT_MAKE %ld, EXT_GET %ld (random options)",
+	     sh->ext_attaches, sh->ext_makes, sh->ext_gets);
 	ASSERT_EQ(0, bad);
 	ASSERT_EQ(0, sh->failed);
 	ASSERT_EQ(P.fuzz_ops <= per * n ? 1 : 0, 1);

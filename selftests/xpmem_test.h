@@ -310,6 +310,20 @@ static inline long sys_futex(void *addr, int op, int val,
  * The object counters of a fixture with fields segs/permits/atts (read in
  * its setup) are back where they were.
  */
+/*
+ * In a FIXTURE_SETUP with fields fd and segs/permits/atts: open the
+ * device (skip the test without the module) and read the object counters
+ * ASSERT_COUNTERS_AT_BASE() compares with.
+ */
+#define XP_FIXTURE_OPEN() do {						\
+	self->fd = xp_open();						\
+	if (self->fd < 0)						\
+		SKIP(return, "no %s (module not loaded)", XPMEM_DEV_PATH); \
+	self->segs = stat_read("segments");				\
+	self->permits = stat_read("permits");				\
+	self->atts = stat_read("attachments");				\
+} while (0)
+
 #define ASSERT_COUNTERS_AT_BASE() do {					\
 	ASSERT_EQ(self->segs, stat_read("segments"));			\
 	ASSERT_EQ(self->permits, stat_read("permits"));			\

@@ -1110,7 +1110,7 @@ static void usage(FILE *f, const char *prog)
 		"              (xpmem_ext_alloc); anon means 4k,thp,hugetlb; default anon\n"
 		"              on the kernel backend, alloc on the shm backend\n"
 		"  -o FILE     also write the results as CSV to FILE\n"
-		"  -h          this help\n"
+		"  -h, --help  this help\n"
 		"Timings are wall-clock: under emulation (QEMU TCG) compare only the\n"
 		"ratios within one run.\n",
 		prog, default_sizes, MAX_REPEATS);
@@ -1220,6 +1220,10 @@ int main(int argc, char **argv)
 
 	run.repeats = 5;
 	parse_sizes(default_sizes, &run);
+	if (argc > 1 && !strcmp(argv[1], "--help")) {
+		usage(stdout, argv[0]);
+		return 0;
+	}
 	while ((opt = getopt(argc, argv, ":s:r:m:o:h")) != -1) {
 		switch (opt) {
 		case 's':
@@ -1252,7 +1256,12 @@ int main(int argc, char **argv)
 			usage(stderr, argv[0]);
 			return 2;
 		default:
-			fprintf(stderr, "xpmem-bench: unknown option -%c\n", optopt);
+			if (optopt == '-' && optind < argc)	/* --long */
+				fprintf(stderr, "xpmem-bench: unknown option %s\n",
+					argv[optind]);
+			else
+				fprintf(stderr, "xpmem-bench: unknown option -%c\n",
+					optopt);
 			usage(stderr, argv[0]);
 			return 2;
 		}

@@ -528,6 +528,10 @@ static const struct {
 	{ XPMEM_EXT_F_CROSS_USER, "cross_user" },
 	{ XPMEM_EXT_F_REVOKE, "revoke" },
 	{ XPMEM_EXT_F_COHERENT, "coherent" },
+	{ XPMEM_EXT_F_ATTACH_OPTS, "attach_opts" },
+	{ XPMEM_EXT_F_HUGE, "huge" },
+	{ XPMEM_EXT_F_KEYS, "keys" },
+	{ XPMEM_EXT_F_AUTH, "auth" },
 };
 
 static const char *const env_names[] = {

@@ -41,6 +41,8 @@ XPMEM_STRESS=off
 STRESS_TIMEOUT=900
 STRESS_ENV=
 FALLBACK_PASS=1
+BENCH_ARGS=
+BENCH_PROFILE=
 [ -f /etc/xpmem-run.conf ] && . /etc/xpmem-run.conf
 
 R=/dev/ttyS1
@@ -198,6 +200,18 @@ if [ "$MODE" = demo ]; then
 		else
 			say "no /tools/xpmem-demo in this build"
 		fi
+		if [ -n "$BENCH_PROFILE" ]; then
+			say "---- bench profile: xpmem-bench $BENCH_PROFILE, traced ----"
+			# shellcheck disable=SC2086 # BENCH_PROFILE is a word list
+			/fault-profile.sh $BENCH_PROFILE > /tmp/profile.txt 2>&1
+			prc=$?
+			cat /tmp/profile.txt
+			{
+				echo "@@XPMEM BENCH-PROFILE-BEGIN"
+				cat /tmp/profile.txt
+				echo "@@XPMEM BENCH-PROFILE-END rc=$prc"
+			} > "$R"
+		fi
 		unload_module && say "module unloaded"
 	else
 		say "insmod /xpmem.ko failed"
@@ -247,6 +261,18 @@ if [ "$MODE" = bench ]; then
 			cat /tmp/bench.csv 2>/dev/null
 			echo "@@XPMEM BENCH-CSV-END"
 		} > "$R"
+		if [ -n "$BENCH_PROFILE" ]; then
+			say "---- bench profile: xpmem-bench $BENCH_PROFILE, traced ----"
+			# shellcheck disable=SC2086 # BENCH_PROFILE is a word list
+			/fault-profile.sh $BENCH_PROFILE > /tmp/profile.txt 2>&1
+			prc=$?
+			cat /tmp/profile.txt
+			{
+				echo "@@XPMEM BENCH-PROFILE-BEGIN"
+				cat /tmp/profile.txt
+				echo "@@XPMEM BENCH-PROFILE-END rc=$prc"
+			} > "$R"
+		fi
 		unload_module && say "module unloaded"
 	else
 		say "insmod /xpmem.ko failed"

@@ -34,7 +34,10 @@
 # Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12: 1800;
 #   plus STRESS_TIMEOUT in long mode; --bench: 1800, debug-6.12: 3600),
 #   BENCH_ARGS (--bench: xpmem-bench options, e.g. "-s 4K,64M -r 3";
-#   default none, i.e. the tool's defaults), SUITE_TIMEOUT (s per suite, default
+#   default none, i.e. the tool's defaults), BENCH_PROFILE (--bench: if
+#   set, xpmem-bench options for a second run traced with function_graph,
+#   e.g. "-s 64M -m 4k,thp -r 1": time per kernel function in the fault
+#   handlers, to build/bench/KERNEL.profile.txt; selftests/vm/fault-profile.sh), SUITE_TIMEOUT (s per suite, default
 #   300), VM_MEM_MB (default 2048, split over two NUMA nodes), VM_SMP (2),
 #   VERBOSE=1 streams the console live, NO_BUILD=1 skips `make userspace`,
 #   FALLBACK_PASS=0|1 (the lib_* pass on the shm fallback; default 1, 0 on
@@ -95,6 +98,9 @@ case "$kname" in debug-*) fallback_pass=${FALLBACK_PASS:-0} ;; *) fallback_pass=
 bench_args=${BENCH_ARGS:-}
 [[ "$bench_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
 	die "BENCH_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$bench_args'"
+bench_profile=${BENCH_PROFILE:-}
+[[ "$bench_profile" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
+	die "BENCH_PROFILE: only letters, digits, spaces and _.,:+- allowed, not '$bench_profile'"
 [ "$stress" = long ] && def_timeout=$((def_timeout + stress_timeout))
 vm_timeout=${VM_TIMEOUT:-$def_timeout}
 suite_timeout=${SUITE_TIMEOUT:-300}
@@ -161,7 +167,8 @@ rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,dev,etc,proc,sys,tmp,selftests,tools,lib}
 cp /bin/busybox "$root/bin/busybox"
 cp selftests/vm/init.sh "$root/init"
-chmod 0755 "$root/init"
+cp selftests/vm/fault-profile.sh "$root/fault-profile.sh"
+chmod 0755 "$root/init" "$root/fault-profile.sh"
 mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
 [ "$have_mod" = 1 ] && cp "$moddir/xpmem.ko" "$root/xpmem.ko"
 # Only binaries whose source still exists (no stale suites from old builds).
@@ -198,6 +205,7 @@ EOG
 	echo "SUITE_TIMEOUT=$suite_timeout"
 	echo "SUITE_FILTER='$filter'"
 	echo "BENCH_ARGS='$bench_args'"
+	echo "BENCH_PROFILE='$bench_profile'"
 	echo "XPMEM_STRESS=$stress"
 	echo "STRESS_TIMEOUT=$stress_timeout"
 	echo "FALLBACK_PASS=$fallback_pass"
@@ -383,6 +391,21 @@ if [ "$mode" = bench ]; then
 	else
 		echo "  ok    xpmem-bench: $btxt, $bcsv"
 		pass=1
+	fi
+	if [ -n "$bench_profile" ]; then
+		bprof=$bench_dir/$kname.profile.txt
+		prc=$(sed -n 's/^@@XPMEM BENCH-PROFILE-END rc=\([0-9]*\).*/\1/p' "$res" | tail -n 1)
+		{
+			echo "# selftests/vm/run.sh --bench $kname: BENCH_PROFILE='$bench_profile'," \
+				"function_graph in the guest, $(date -u '+%Y-%m-%d %H:%M UTC')"
+			block PROFILE
+		} > "$bprof"
+		sed 's/^/  | /' "$bprof"
+		if [ "$prc" != 0 ]; then
+			bad "the traced xpmem-bench run failed (status '${prc:-none}', see $out/console.log)"
+		else
+			echo "  ok    fault profile: $bprof"
+		fi
 	fi
 	rm -f "$bsvg"	# never a plot of an older run beside this run's CSV
 	if [ "$(wc -l < "$bcsv")" -ge 2 ]; then
