@@ -137,6 +137,8 @@ struct xpmem_cmd_detach {
 #define XPMEM_EXT_KF_HUGE_PMD	0x1ULL	/* owner PMDs map as attacher PMDs */
 #define XPMEM_EXT_KF_ATTACH	0x2ULL	/* XPMEM_CMD_EXT_ATTACH and its flags */
 #define XPMEM_EXT_KF_KEYS	0x4ULL	/* EXT_MAKE/EXT_GET: keys, auth, rdonly */
+#define XPMEM_EXT_KF_COPY	0x8ULL	/* EXT_COPY, EXT_POPULATE (ioctl) */
+#define XPMEM_EXT_KF_URING	0x10ULL	/* both as io_uring commands too */
 
 /*
  * XPMEM_CMD_EXT_QUERY: what the module offers (as UFFDIO_API does).
@@ -249,6 +251,84 @@ struct xpmem_ext_get {
 	__u64 reserved[2];		/* in: 0 */
 };
 
+/* xpmem_ext_copy.flags */
+#define XPMEM_EXT_COPY_TO	0x1U	/* write the segment (else read it) */
+#define XPMEM_EXT_COPY_IOV	0x2U	/* addr: len struct xpmem_ext_iov */
+#define XPMEM_EXT_COPY_FLAGS	0x3U
+
+/* Most xpmem_ext_iov elements one copy takes (as UIO_MAXIOV). */
+#define XPMEM_EXT_IOV_MAX	1024
+
+/* One local buffer of a vectored copy: the layout of a 64-bit iovec. */
+struct xpmem_ext_iov {
+	__u64 base;			/* user address */
+	__u64 len;			/* bytes */
+};
+
+/*
+ * XPMEM_CMD_EXT_COPY: copy between the caller's memory and a segment,
+ * through a permit and without an attachment (as process_vm_readv(2) and
+ * process_vm_writev(2) copy between two processes).  The segment range
+ * [offset, offset + bytes) must lie in the segment; with COPY_TO the
+ * permit must be XPMEM_RDWR (else EACCES).  The local side is one buffer
+ * (addr, len bytes) or, with COPY_IOV, len struct xpmem_ext_iov at addr
+ * (at most XPMEM_EXT_IOV_MAX); the segment side is contiguous.  At most
+ * 0x7ffff000 bytes move per command (as read(2)); the result is the
+ * number of bytes copied, which is short only when a fatal signal, an
+ * owner page that cannot be had (EFAULT: unmapped, PROT_NONE, read-only
+ * for COPY_TO) or an unwritable local buffer stops the copy after the
+ * first byte.  The owner's pages are pinned for the time of the copy of
+ * a few of them at once, never longer.  ENOENT: unknown or released
+ * permit, removed segment, exited owner.
+ * Layout: apid@0 offset@8 addr@16 len@24 flags@32 reserved0@36
+ * reserved@40 (64).
+ */
+struct xpmem_ext_copy {
+	xpmem_apid_t apid;		/* in */
+	__u64 offset;			/* in: segment offset, any alignment */
+	__u64 addr;			/* in: buffer, or xpmem_ext_iov array */
+	__u64 len;			/* in: bytes, or array elements */
+	__u32 flags;			/* in: XPMEM_EXT_COPY_* */
+	__u32 reserved0;		/* in: 0 */
+	__u64 reserved[3];		/* in: 0 */
+};
+
+/* xpmem_ext_populate.flags */
+#define XPMEM_EXT_POPULATE_WRITE	0x1U	/* as a write would */
+#define XPMEM_EXT_POPULATE_FLAGS	0x1U
+
+/*
+ * XPMEM_CMD_EXT_POPULATE: fault in [vaddr, vaddr + len) of the caller's
+ * attachments, as XPMEM_EXT_ATTACH_POPULATE (or with WRITE,
+ * POPULATE_WRITE) does at attach time.  The range must be covered by
+ * attachments (EFAULT where it is not; EACCES for WRITE over a read-only
+ * one).  Best effort, as at attach time: what the owner does not map is
+ * skipped.  Returns 0.
+ * Layout: vaddr@0 len@8 flags@16 reserved0@20 reserved@24 (40).
+ */
+struct xpmem_ext_populate {
+	__u64 vaddr;			/* in: page aligned */
+	__u64 len;			/* in: bytes */
+	__u32 flags;			/* in: XPMEM_EXT_POPULATE_* */
+	__u32 reserved0;		/* in: 0 */
+	__u64 reserved[2];		/* in: 0 */
+};
+
+/*
+ * io_uring: IORING_OP_URING_CMD on a /dev/xpmem file, with cmd_op
+ * XPMEM_CMD_EXT_COPY or XPMEM_CMD_EXT_POPULATE and this in the SQE's
+ * 16-byte command area (the addr3 field and the one after it).  The
+ * argument struct is read when the command is issued, which may be after
+ * io_uring_enter() returns: keep it unchanged until the completion.  The
+ * CQE's res is what the ioctl would return (bytes copied, 0) or -errno.
+ * Small copies complete inline; the others run in io_uring's workers,
+ * several at a time.  Rings set up with IORING_SETUP_IOPOLL are refused.
+ */
+struct xpmem_ext_uring_cmd {
+	__u64 arg;			/* user address of the argument */
+	__u64 reserved;			/* 0 */
+};
+
 #define XPMEM_CMD_EXT_QUERY	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 0, \
 				      struct xpmem_ext_query)
 #define XPMEM_CMD_EXT_ATTACH	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 1, \
@@ -257,5 +337,9 @@ struct xpmem_ext_get {
 				      struct xpmem_ext_make)
 #define XPMEM_CMD_EXT_GET	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 3, \
 				      struct xpmem_ext_get)
+#define XPMEM_CMD_EXT_COPY	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 4, \
+				      struct xpmem_ext_copy)
+#define XPMEM_CMD_EXT_POPULATE	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 5, \
+				      struct xpmem_ext_populate)
 
 #endif /* _XPMEM_UAPI_H */

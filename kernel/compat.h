@@ -73,4 +73,70 @@ static inline void xpmem_put_ipc_ns(struct ipc_namespace *ns)
 #endif
 }
 
+/*
+ * pin_user_pages_remote() lost its vmas argument in 6.5 (Kbuild looks for
+ * it: XPMEM_HAVE_GUP_VMAS).  Called with the mmap_lock held and no
+ * "locked" pointer, so it never drops the lock.
+ */
+static inline long xpmem_pin_user_pages_remote(struct mm_struct *mm,
+					       unsigned long start,
+					       unsigned long nr,
+					       unsigned int gup_flags,
+					       struct page **pages)
+{
+#ifdef XPMEM_HAVE_GUP_VMAS
+	return pin_user_pages_remote(mm, start, nr, gup_flags, pages, NULL,
+				     NULL);
+#else
+	return pin_user_pages_remote(mm, start, nr, gup_flags, pages, NULL);
+#endif
+}
+
+/*
+ * io_uring commands: struct io_uring_cmd moved to <linux/io_uring/cmd.h>
+ * (6.7), and its 16-byte command area, a copy of the SQE's in 6.1
+ * (ioucmd->cmd), is reached through the SQE from 6.6 on (Kbuild looks for
+ * both).
+ */
+#ifdef XPMEM_HAVE_IO_URING_CMD_H
+#include <linux/io_uring/cmd.h>
+#else
+#include <linux/io_uring.h>
+#endif
+
+static inline const void *xpmem_uring_cmd_area(struct io_uring_cmd *ioucmd)
+{
+#ifdef XPMEM_HAVE_IO_URING_SQE_CMD
+	return io_uring_sqe_cmd(ioucmd->sqe);
+#else
+	return ioucmd->cmd;
+#endif
+}
+
+/*
+ * The result of an io_uring command that ->uring_cmd() returns.  From
+ * 6.7 (<linux/io_uring/cmd.h>) io_uring posts any result returned.  6.1
+ * posts 0 and errors, but a positive result returned from an io_uring
+ * worker is lost (the request never completes) and one returned inline
+ * fails the request's links: it has to go through io_uring_cmd_done(),
+ * and the command reports -EIOCBQUEUED (done already).  Later 6.1
+ * releases gave io_uring_cmd_done() the issue flags (Kbuild looks:
+ * XPMEM_HAVE_URING_CMD_DONE_FLAGS).
+ */
+static inline int xpmem_uring_result(struct io_uring_cmd *ioucmd,
+				     ssize_t ret, unsigned int issue_flags)
+{
+#ifndef XPMEM_HAVE_IO_URING_CMD_H
+	if (ret > 0) {
+#ifdef XPMEM_HAVE_URING_CMD_DONE_FLAGS
+		io_uring_cmd_done(ioucmd, ret, 0, issue_flags);
+#else
+		io_uring_cmd_done(ioucmd, ret, 0);
+#endif
+		return -EIOCBQUEUED;
+	}
+#endif
+	return ret;
+}
+
 #endif /* _XPMEM_COMPAT_H */

@@ -277,9 +277,10 @@ static unsigned long xpmem_att_skip_hole(struct xpmem_att *att,
 }
 
 /*
- * POPULATE: fault each fault window of the new attachment at [base, end)
- * once, as a read (or with @write, a write) of its first page would, so
- * that the first pass over what the owner has resident takes no fault.
+ * POPULATE: fault each fault window of [@a, @end) of an attachment whose
+ * segment offset att->offset is mapped at @base once, as a read (or with
+ * @write, a write) of its first page would, so that the first pass over
+ * what the owner has resident takes no fault.
  * Windows the owner maps nothing in are skipped by looking up its next
  * VMA, so a sparse whole-address-space attachment costs one lookup per
  * hole.  Best effort: stops early on a fatal signal, on an error other
@@ -287,13 +288,13 @@ static unsigned long xpmem_att_skip_hole(struct xpmem_att *att,
  * holds a reference to the attachment's file, so @att stays.
  */
 static void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
-			       unsigned long end, bool write)
+			       unsigned long a, unsigned long end, bool write)
 {
 	unsigned long step = xpmem_fault_window_pages() << PAGE_SHIFT;
 	unsigned int flags = write ? FAULT_FLAG_WRITE : 0;
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
-	unsigned long a = base, next;
+	unsigned long next;
 	bool unlocked;
 	int ret;
 
@@ -319,6 +320,61 @@ static void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
 		a = next;
 	}
 	mmap_read_unlock(mm);
+}
+
+/**
+ * xpmem_att_populate_range - EXT_POPULATE: fault in part of attachments
+ * @vaddr: start, page aligned, in the caller's address space
+ * @len: bytes
+ * @write: as a write would (POPULATE_WRITE), else as a read
+ *
+ * Each attachment VMA in the range is populated as at attach time, with a
+ * reference to its file so that the attachment stays while the caller's
+ * mmap_lock is dropped.
+ *
+ * Return: 0, -EINVAL for a malformed range, -EFAULT where the range is not
+ * an attachment, -EACCES for @write over a read-only one, -EINTR on a
+ * fatal signal.
+ */
+int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
+			     bool write)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long a = vaddr, end, base, stop;
+	struct vm_area_struct *vma;
+	struct xpmem_att *att;
+	struct file *file;
+
+	if (offset_in_page(vaddr) || !len || len > TASK_SIZE ||
+	    vaddr > TASK_SIZE - PAGE_ALIGN(len))
+		return -EINVAL;
+	end = vaddr + PAGE_ALIGN(len);
+	while (a < end) {
+		if (mmap_read_lock_killable(mm))
+			return -EINTR;
+		vma = vma_lookup(mm, a);
+		if (!vma || !xpmem_vma_is_att(vma)) {
+			mmap_read_unlock(mm);
+			return -EFAULT;
+		}
+		if (write && !(vma->vm_flags & VM_WRITE)) {
+			mmap_read_unlock(mm);
+			return -EACCES;
+		}
+		att = vma->vm_private_data;
+		file = get_file(vma->vm_file);
+		/* where att->offset is (or would be) mapped in this VMA */
+		base = vma->vm_start - ((vma->vm_pgoff << PAGE_SHIFT) -
+					att->offset);
+		stop = min(vma->vm_end, end);
+		mmap_read_unlock(mm);
+		xpmem_att_populate(att, base, a, stop, write);
+		fput(file);
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		a = stop;
+	}
+	return 0;
 }
 
 /**
@@ -430,7 +486,7 @@ int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 	if (!IS_ERR_VALUE(mapped) &&
 	    (flags & (XPMEM_EXT_ATTACH_POPULATE |
 		      XPMEM_EXT_ATTACH_POPULATE_WRITE)))
-		xpmem_att_populate(att, mapped, mapped + size,
+		xpmem_att_populate(att, mapped, mapped, mapped + size,
 				   flags & XPMEM_EXT_ATTACH_POPULATE_WRITE);
 	fput(file);
 	if (IS_ERR_VALUE(mapped))

@@ -308,12 +308,14 @@ bool xpmem_vma_is_att(struct vm_area_struct *vma)
 	return vma->vm_ops == &xpmem_vm_ops;
 }
 
-/*
- * Owner VMAs whose pages an attachment may map: what get_user_pages()
- * would hand out, and never an attachment (which would make the mirror
- * recurse into itself, or nest attachments' locks).
+/**
+ * xpmem_vma_mirrorable - may attachments (and copies) reach @vma's pages?
+ * @vma: an owner VMA
+ *
+ * What get_user_pages() would hand out, and never an attachment (which
+ * would make the mirror recurse into itself, or nest attachments' locks).
  */
-static bool xpmem_vma_mirrorable(struct vm_area_struct *vma)
+bool xpmem_vma_mirrorable(struct vm_area_struct *vma)
 {
 	struct file *file = vma->vm_file;
 

@@ -96,6 +96,7 @@
 /* Version reported by XPMEM_CMD_VERSION: major 3, minor 1 (classic layout). */
 #define XPMEM_VERSION_CODE	0x00030001
 
+struct io_uring_cmd;
 struct ipc_namespace;
 struct vm_fault;
 struct vm_area_struct;
@@ -282,6 +283,7 @@ void xpmem_fault_exit(void);
 extern const struct vm_operations_struct xpmem_vm_ops;
 extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
 bool xpmem_vma_is_att(struct vm_area_struct *vma);
+bool xpmem_vma_mirrorable(struct vm_area_struct *vma);
 bool xpmem_fault_huge_enabled(void);
 unsigned long xpmem_fault_window_pages(void);
 unsigned long xpmem_att_get_unmapped_area(struct file *file,
@@ -297,8 +299,15 @@ int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 		 u64 size, unsigned long *vaddr, unsigned int flags);
 int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd);
 int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
+int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
+			     bool write);
 void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);
 void xpmem_seg_end(struct xpmem_seg *seg);
+
+/* xpmem_copy.c: copies through a permit; io_uring commands */
+ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
+		   bool nowait);
+int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 
 /*
  * xpmem_proc.c: the classic /proc/xpmem files, and the objects of each

@@ -159,7 +159,9 @@ static long xpmem_ioctl_detach(struct xpmem_ctx *ctx, void __user *uarg)
 #define XPMEM_EXT_COMMANDS	(XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_QUERY) | \
 				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_ATTACH) | \
 				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_MAKE) | \
-				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_GET))
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_GET) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_COPY) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_POPULATE))
 
 static bool xpmem_zeroed(const void *p, size_t len)
 {
@@ -180,6 +182,8 @@ static long xpmem_ioctl_ext_query(void __user *uarg)
 	q.module_version = XPMEM_VERSION_CODE;
 	q.fault_window_pages = xpmem_fault_window_pages();
 	q.features = XPMEM_EXT_KF_ATTACH | XPMEM_EXT_KF_KEYS |
+		     XPMEM_EXT_KF_COPY |
+		     (IS_ENABLED(CONFIG_IO_URING) ? XPMEM_EXT_KF_URING : 0) |
 		     (xpmem_fault_huge_enabled() ? XPMEM_EXT_KF_HUGE_PMD : 0);
 	q.commands = XPMEM_EXT_COMMANDS;
 	q.max_segments = READ_ONCE(xpmem_max_segments);
@@ -313,6 +317,28 @@ static long xpmem_ioctl_ext_attach(struct xpmem_ctx *ctx, void __user *uarg)
 	return 0;
 }
 
+static long xpmem_ioctl_ext_copy(struct xpmem_ctx *ctx, void __user *uarg)
+{
+	struct xpmem_ext_copy cmd;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	return xpmem_copy(ctx, &cmd, false);
+}
+
+static long xpmem_ioctl_ext_populate(void __user *uarg)
+{
+	struct xpmem_ext_populate cmd;
+
+	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
+		return -EFAULT;
+	if ((cmd.flags & ~XPMEM_EXT_POPULATE_FLAGS) || cmd.reserved0 ||
+	    !xpmem_zeroed(cmd.reserved, sizeof(cmd.reserved)))
+		return -EINVAL;
+	return xpmem_att_populate_range(cmd.vaddr, cmd.len,
+					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
+}
+
 static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct xpmem_ctx *ctx = file->private_data;
@@ -345,6 +371,10 @@ static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return xpmem_ioctl_ext_make(ctx, uarg);
 	case XPMEM_CMD_EXT_GET:
 		return xpmem_ioctl_ext_get(ctx, uarg);
+	case XPMEM_CMD_EXT_COPY:
+		return xpmem_ioctl_ext_copy(ctx, uarg);
+	case XPMEM_CMD_EXT_POPULATE:
+		return xpmem_ioctl_ext_populate(uarg);
 	case XPMEM_CMD_FORK_BEGIN:
 	case XPMEM_CMD_FORK_END:
 		/* Nothing is pinned, so fork needs no preparation. */
@@ -359,6 +389,7 @@ static const struct file_operations xpmem_fops = {
 	.open = xpmem_open,
 	.release = xpmem_release,
 	.unlocked_ioctl = xpmem_ioctl,
+	.uring_cmd = xpmem_uring_cmd,
 	.llseek = noop_llseek,
 };
 

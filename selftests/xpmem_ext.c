@@ -111,7 +111,9 @@ TEST_F(ext, query_reports_the_module)
 	ASSERT_EQ(XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_QUERY) |
 		  XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_ATTACH) |
 		  XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_MAKE) |
-		  XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_GET), q.commands);
+		  XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_GET) |
+		  XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_COPY) |
+		  XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_POPULATE), q.commands);
 	/* what it does not fill is zeroed, not left as it came */
 	ASSERT_EQ(0, q.flags);
 	ASSERT_EQ(0, q.reserved0);

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xpmem_copy.c - copies through a permit (EXT_COPY), and the extension
+ * commands as io_uring commands
+ *
+ * A copy needs no attachment: the owner's pages of a few pages of the
+ * range are pinned under the owner's mmap_lock (read), the lock is
+ * dropped, the bytes move between those pages and the caller's buffers,
+ * and the pins go; then the next few.  Nothing is pinned between two
+ * batches, so a copy keeps the owner's memory no longer than a read(2)
+ * of it would.  The owner VMAs a copy may reach are those an attachment
+ * may mirror (xpmem_vma_mirrorable()); get_user_pages() applies the
+ * owner's protections, so a COPY_TO never writes a read-only page and
+ * breaks copy-on-write sharing as a write of the owner would.
+ *
+ * io_uring: IORING_OP_URING_CMD carries a pointer to the same argument.
+ * A small copy is tried inline (without waiting for the owner's
+ * mmap_lock); anything else, and a copy that would wait, returns -EAGAIN
+ * from the non-blocking issue so that io_uring's workers run it, which
+ * may run several at once.  A copy that is retried restarts from its
+ * first byte; copying a byte twice is harmless.
+ *
+ * Locks: the owner's mmap_lock (read), held only around the pinning of one
+ * batch; nothing else is held while copying, so the caller's buffers may
+ * fault (and take the caller's mmap_lock) freely.
+ */
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+
+#include "xpmem_internal.h"
+#include "compat.h"
+
+/* Owner pages pinned at once: 64 KiB, an array of 128 bytes. */
+#define XPMEM_COPY_BATCH	16
+
+/* Copies at most this long are tried inline by io_uring's first issue. */
+#define XPMEM_COPY_INLINE_MAX	(64UL << 10)
+
+/* The iovecs of one copy that live on the stack; more are allocated. */
+#define XPMEM_COPY_FAST_IOV	8
+
+/*
+ * Pin the owner's pages of one batch at @oaddr (at most @nr) with @gup
+ * flags.  The owner's VMA at @oaddr must be one attachments may mirror;
+ * a batch never crosses it, so the check and the pinning see the same
+ * VMA under one hold of the lock.  Without @wait the lock is only tried.
+ */
+static long xpmem_copy_pin(struct mm_struct *mm, unsigned long oaddr,
+			   unsigned long nr, unsigned int gup,
+			   struct page **pages, bool wait)
+{
+	struct vm_area_struct *vma;
+	long n;
+
+	if (!wait) {
+		if (!mmap_read_trylock(mm))
+			return -EAGAIN;
+	} else if (mmap_read_lock_killable(mm)) {
+		return -EINTR;
+	}
+	vma = vma_lookup(mm, oaddr);
+	if (!vma || !xpmem_vma_mirrorable(vma)) {
+		n = -EFAULT;
+	} else {
+		nr = min(nr, (vma->vm_end - (oaddr & PAGE_MASK)) >> PAGE_SHIFT);
+		n = xpmem_pin_user_pages_remote(mm, oaddr & PAGE_MASK, nr, gup,
+						pages);
+	}
+	mmap_read_unlock(mm);
+	return n ? n : -EFAULT;
+}
+
+/*
+ * Move iov_iter_count(@iter) bytes between @iter and the owner's memory
+ * at @oaddr.  Return: bytes moved if any, else -errno.
+ */
+static ssize_t xpmem_copy_iter(struct mm_struct *mm, unsigned long oaddr,
+			       struct iov_iter *iter, bool to_seg, bool wait)
+{
+	unsigned int gup = to_seg ? FOLL_WRITE : 0;
+	struct page *pages[XPMEM_COPY_BATCH];
+	size_t done = 0, len = iov_iter_count(iter);
+	long n, i;
+	int err = 0;
+
+	while (len) {
+		size_t off = offset_in_page(oaddr);
+		unsigned long nr = min_t(unsigned long, XPMEM_COPY_BATCH,
+					 DIV_ROUND_UP(off + len, PAGE_SIZE));
+
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			break;
+		}
+		n = xpmem_copy_pin(mm, oaddr, nr, gup, pages, wait);
+		if (n < 0) {
+			err = n;
+			break;
+		}
+		for (i = 0; i < n && len; i++) {
+			size_t bytes = min_t(size_t, PAGE_SIZE - off, len);
+			size_t moved;
+
+			if (to_seg)
+				moved = copy_page_from_iter(pages[i], off, bytes,
+							    iter);
+			else
+				moved = copy_page_to_iter(pages[i], off, bytes,
+							  iter);
+			done += moved;
+			oaddr += moved;
+			len -= moved;
+			if (moved < bytes) {
+				err = -EFAULT;	/* the caller's buffer */
+				break;
+			}
+			off = 0;
+		}
+		unpin_user_pages_dirty_lock(pages, n, to_seg);
+		if (err)
+			break;
+		cond_resched();
+	}
+	/*
+	 * A copy that would wait starts over in a worker: no partial result.
+	 * A worker must never get -EAGAIN: it would issue the copy again
+	 * and again.
+	 */
+	if (err == -EAGAIN) {
+		if (!wait)
+			return err;
+		err = -EFAULT;
+	}
+	return done ? done : err;
+}
+
+/*
+ * Build @iter over the caller's buffers of @cmd, in @iov (XPMEM_COPY_FAST_IOV
+ * elements) or in an array allocated into *@alloc.  The total is capped at
+ * MAX_RW_COUNT, as read(2) caps it.
+ */
+static int xpmem_copy_import(const struct xpmem_ext_copy *cmd,
+			     struct iovec *iov, struct iovec **alloc,
+			     struct iov_iter *iter)
+{
+	unsigned int dir = (cmd->flags & XPMEM_EXT_COPY_TO) ? WRITE : READ;
+	struct xpmem_ext_iov __user *uiov = u64_to_user_ptr(cmd->addr);
+	unsigned long nr = 1, i;
+	size_t total = 0;
+	struct xpmem_ext_iov e;
+
+	*alloc = NULL;
+	if (cmd->flags & XPMEM_EXT_COPY_IOV) {
+		nr = cmd->len;
+		if (!nr || nr > XPMEM_EXT_IOV_MAX)
+			return -EINVAL;
+		if (nr > XPMEM_COPY_FAST_IOV) {
+			*alloc = kmalloc_array(nr, sizeof(*iov), GFP_KERNEL);
+			if (!*alloc)
+				return -ENOMEM;
+			iov = *alloc;
+		}
+	}
+	for (i = 0; i < nr; i++) {
+		if (!(cmd->flags & XPMEM_EXT_COPY_IOV)) {
+			e.base = cmd->addr;
+			e.len = cmd->len;
+		} else if (copy_from_user(&e, &uiov[i], sizeof(e))) {
+			return -EFAULT;
+		}
+		if (e.len > MAX_RW_COUNT)
+			e.len = MAX_RW_COUNT;
+		if (!access_ok(u64_to_user_ptr(e.base), e.len))
+			return -EFAULT;
+		iov[i].iov_base = u64_to_user_ptr(e.base);
+		iov[i].iov_len = e.len;
+		total += e.len;		/* nr * MAX_RW_COUNT: no overflow */
+	}
+	iov_iter_init(iter, dir, iov, nr, total);
+	iov_iter_truncate(iter, MAX_RW_COUNT);
+	return 0;
+}
+
+/**
+ * xpmem_copy - EXT_COPY: copy between the caller's buffers and a segment
+ * @ctx: the caller's device context
+ * @cmd: the argument (xpmem_uapi.h), copied in
+ * @nowait: io_uring's inline issue: -EAGAIN rather than wait for the
+ *          owner's mmap_lock
+ *
+ * Return: bytes copied (short only if stopped after the first byte),
+ * -EINVAL for a malformed request or a range outside the segment,
+ * -ENOENT for an unknown or released permit, a removed segment or an
+ * exited owner, -EACCES for another process's permit or COPY_TO through
+ * a read-only one, -EFAULT for memory that cannot be copied, -EINTR on a
+ * fatal signal, -EAGAIN (only with @nowait), -ENOMEM.
+ */
+ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
+		   bool nowait)
+{
+	bool to_seg = cmd->flags & XPMEM_EXT_COPY_TO;
+	struct iovec fast[XPMEM_COPY_FAST_IOV], *alloc;
+	struct xpmem_permit *permit;
+	struct iov_iter iter;
+	struct xpmem_seg *seg;
+	size_t count;
+	ssize_t ret;
+
+	if ((cmd->flags & ~XPMEM_EXT_COPY_FLAGS) || cmd->reserved0 ||
+	    cmd->reserved[0] || cmd->reserved[1] || cmd->reserved[2] ||
+	    cmd->apid <= 0)
+		return -EINVAL;
+	ret = xpmem_copy_import(cmd, fast, &alloc, &iter);
+	if (ret)
+		goto free_iov;
+	count = iov_iter_count(&iter);
+
+	permit = xpmem_permit_lookup(cmd->apid);
+	ret = -ENOENT;
+	if (!permit)
+		goto free_iov;
+	seg = permit->seg;
+	if (permit->mm != ctx->mm) {
+		ret = -EACCES;
+		goto put_permit;
+	}
+	if (cmd->offset > seg->size || count > seg->size - cmd->offset) {
+		ret = -EINVAL;
+		goto put_permit;
+	}
+	if (to_seg && !permit->writable) {
+		ret = -EACCES;
+		goto put_permit;
+	}
+	if (READ_ONCE(permit->released) || READ_ONCE(seg->removed) ||
+	    !mmget_not_zero(seg->mm)) {
+		ret = -ENOENT;
+		goto put_permit;
+	}
+	if (nowait && count > XPMEM_COPY_INLINE_MAX)
+		ret = -EAGAIN;
+	else if (!count)
+		ret = 0;
+	else
+		ret = xpmem_copy_iter(seg->mm, seg->vaddr + cmd->offset, &iter,
+				      to_seg, !nowait);
+	mmput(seg->mm);
+put_permit:
+	xpmem_permit_put(permit);
+free_iov:
+	kfree(alloc);
+	return ret;
+}
+
+/*
+ * The argument of an io_uring command: its struct xpmem_ext_uring_cmd,
+ * then the struct it points to.
+ */
+static int xpmem_uring_arg(struct io_uring_cmd *ioucmd, void *arg,
+			   size_t size)
+{
+	const struct xpmem_ext_uring_cmd *uc = xpmem_uring_cmd_area(ioucmd);
+	u64 uarg = READ_ONCE(uc->arg);
+
+	if (READ_ONCE(uc->reserved))
+		return -EINVAL;
+	if (copy_from_user(arg, u64_to_user_ptr(uarg), size))
+		return -EFAULT;
+	return 0;
+}
+
+static int xpmem_uring_populate(struct io_uring_cmd *ioucmd, bool nowait)
+{
+	struct xpmem_ext_populate cmd;
+	int ret;
+
+	ret = xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd));
+	if (ret)
+		return ret;
+	if ((cmd.flags & ~XPMEM_EXT_POPULATE_FLAGS) || cmd.reserved0 ||
+	    cmd.reserved[0] || cmd.reserved[1])
+		return -EINVAL;
+	if (nowait)		/* faults take locks and wait: a worker's job */
+		return -EAGAIN;
+	return xpmem_att_populate_range(cmd.vaddr, cmd.len,
+					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
+}
+
+/**
+ * xpmem_uring_cmd - file_operations.uring_cmd of /dev/xpmem
+ * @ioucmd: the command; cmd_op is the ioctl number
+ * @issue_flags: IO_URING_F_*
+ *
+ * Runs in the submitting process (inline, or in one of its io_uring
+ * workers, which share its mm), so the rules of the ioctls apply as they
+ * are: another process's device file is -XPMEM_ERRNO_NOPROC.
+ *
+ * Return: what the ioctl would return, -EAGAIN to be issued again from
+ * a worker (io_uring then copies the command area, which holds only the
+ * argument's address), or -EIOCBQUEUED for a result posted already
+ * (xpmem_uring_result()).
+ */
+int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct xpmem_ctx *ctx = ioucmd->file->private_data;
+	bool nowait = issue_flags & IO_URING_F_NONBLOCK;
+	struct xpmem_ext_copy cmd;
+	ssize_t ret;
+
+	if (ctx->mm != current->mm)
+		return -XPMEM_ERRNO_NOPROC;
+	switch (ioucmd->cmd_op) {
+	case XPMEM_CMD_EXT_COPY:
+		ret = xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd));
+		if (!ret)
+			ret = xpmem_copy(ctx, &cmd, nowait);
+		return xpmem_uring_result(ioucmd, ret, issue_flags);
+	case XPMEM_CMD_EXT_POPULATE:
+		return xpmem_uring_populate(ioucmd, nowait);
+	default:
+		return -ENOTTY;
+	}
+}

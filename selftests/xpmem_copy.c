@@ -1,0 +1,910 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xpmem_copy.c - XPMEM_CMD_EXT_COPY and XPMEM_CMD_EXT_POPULATE, as ioctls
+ * and as io_uring commands: every rejection on its own, data checked byte
+ * for byte across processes, removed segments, exited owners, read-only
+ * permits and owner pages, copy-on-write in the owner, many copies in
+ * flight.
+ *
+ * Needs the module loaded (skips otherwise); io_uring tests skip where
+ * the kernel refuses io_uring_setup().
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "xpmem_test.h"
+
+_Static_assert(sizeof(struct xpmem_ext_copy) == 64, "copy size");
+_Static_assert(offsetof(struct xpmem_ext_copy, flags) == 32, "copy flags");
+_Static_assert(offsetof(struct xpmem_ext_copy, reserved) == 40, "copy rsv");
+_Static_assert(sizeof(struct xpmem_ext_populate) == 40, "populate size");
+_Static_assert(offsetof(struct xpmem_ext_populate, reserved) == 24, "rsv");
+_Static_assert(sizeof(struct xpmem_ext_iov) == sizeof(struct iovec), "iov");
+_Static_assert(sizeof(struct xpmem_ext_uring_cmd) == 16, "uring cmd");
+
+#define LEN	(4 * 1024 * 1024UL)
+
+FIXTURE(copy)
+{
+	int fd;
+	long segs, permits, atts;
+	char *buf;			/* LEN bytes, exported as segid */
+	xpmem_segid_t segid;
+	xpmem_apid_t rw, ro;		/* permits of the test process itself */
+	char *dst;			/* LEN bytes of local memory */
+};
+
+FIXTURE_SETUP(copy)
+{
+	XP_FIXTURE_OPEN();
+	self->buf = map_anon(LEN);
+	self->dst = map_anon(LEN);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_NE(NULL, self->dst);
+	fill(self->buf, LEN, 31);
+	ASSERT_EQ(0, xp_make(self->fd, self->buf, LEN, 0600, &self->segid));
+	ASSERT_EQ(0, xp_get(self->fd, self->segid, XPMEM_RDWR, &self->rw));
+	ASSERT_EQ(0, xp_get(self->fd, self->segid, XPMEM_RDONLY, &self->ro));
+}
+
+FIXTURE_TEARDOWN(copy)
+{
+	if (self->fd < 0)
+		return;
+	xp_release(self->fd, self->rw);
+	xp_release(self->fd, self->ro);
+	xp_remove(self->fd, self->segid);
+	munmap(self->buf, LEN);
+	munmap(self->dst, LEN);
+	close(self->fd);
+}
+
+static struct xpmem_ext_copy cp(xpmem_apid_t apid, uint64_t off, void *addr,
+				uint64_t len, unsigned int flags)
+{
+	struct xpmem_ext_copy c = {
+		.apid = apid, .offset = off, .addr = (uintptr_t)addr,
+		.len = len, .flags = flags,
+	};
+
+	return c;
+}
+
+/* EXT_COPY: bytes copied, or -errno. */
+static long ext_copy(int fd, struct xpmem_ext_copy *c)
+{
+	long ret = ioctl(fd, XPMEM_CMD_EXT_COPY, c);
+
+	return ret < 0 ? -errno : ret;
+}
+
+static long copy_from(int fd, xpmem_apid_t apid, uint64_t off, void *buf,
+		      uint64_t len)
+{
+	struct xpmem_ext_copy c = cp(apid, off, buf, len, 0);
+
+	return ext_copy(fd, &c);
+}
+
+static long copy_to(int fd, xpmem_apid_t apid, uint64_t off, void *buf,
+		    uint64_t len)
+{
+	struct xpmem_ext_copy c = cp(apid, off, buf, len, XPMEM_EXT_COPY_TO);
+
+	return ext_copy(fd, &c);
+}
+
+/* Does @p hold bytes [@off, @off + @len) of fill(.., @seed)? */
+static int check_at(const void *p, size_t off, size_t len, unsigned int seed)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < len; i++) {
+		size_t j = off + i;
+
+		if (c[i] != (unsigned char)(seed * 131 + j * 7 + (j >> 12)))
+			return -1;
+	}
+	return 0;
+}
+
+TEST_F(copy, query_reports_copy_and_uring)
+{
+	struct xpmem_ext_query q = { 0 };
+
+	ASSERT_EQ(0, xp_ioctl(self->fd, XPMEM_CMD_EXT_QUERY, &q));
+	ASSERT_NE(0, q.features & XPMEM_EXT_KF_COPY);
+	ASSERT_NE(0, q.features & XPMEM_EXT_KF_URING);
+	ASSERT_NE(0, q.commands & XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_COPY));
+	ASSERT_NE(0, q.commands & XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_POPULATE));
+}
+
+TEST_F(copy, rejects_each_bad_field)
+{
+	struct xpmem_ext_copy c;
+	struct xpmem_ext_iov iov[2] = {
+		{ (uintptr_t)self->dst, PAGE }, { (uintptr_t)self->dst, PAGE },
+	};
+
+	c = cp(self->rw, 0, self->dst, PAGE, 0x4);
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	c = cp(self->rw, 0, self->dst, PAGE, 0x80000000U);
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	c = cp(self->rw, 0, self->dst, PAGE, 0);
+	c.reserved0 = 1;
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	for (int i = 0; i < 3; i++) {
+		c = cp(self->rw, 0, self->dst, PAGE, 0);
+		c.reserved[i] = 1;
+		ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	}
+	c = cp(0, 0, self->dst, PAGE, 0);
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	c = cp(-1, 0, self->dst, PAGE, 0);
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	/* vectors: no element, too many */
+	c = cp(self->rw, 0, iov, 0, XPMEM_EXT_COPY_IOV);
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	c = cp(self->rw, 0, iov, XPMEM_EXT_IOV_MAX + 1, XPMEM_EXT_COPY_IOV);
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	/* ranges past the segment: offset, length, both wrapping */
+	c = cp(self->rw, LEN + 1, self->dst, 0, 0);
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	c = cp(self->rw, LEN - PAGE, self->dst, PAGE + 1, 0);
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	c = cp(self->rw, UINT64_MAX - 10, self->dst, 100, 0);
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	c = cp(self->rw, 0, iov, 2, XPMEM_EXT_COPY_IOV);
+	iov[1].len = LEN;	/* PAGE + LEN > LEN */
+	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	/* unknown permit */
+	c = cp(self->rw + 0x10000, 0, self->dst, PAGE, 0);
+	ASSERT_EQ(-ENOENT, ext_copy(self->fd, &c));
+	/* local buffers that are not the caller's memory */
+	c = cp(self->rw, 0, (void *)(~0UL << 47), PAGE, 0);
+	ASSERT_EQ(-EFAULT, ext_copy(self->fd, &c));
+	c = cp(self->rw, 0, (void *)(~0UL << 47), 2, XPMEM_EXT_COPY_IOV);
+	ASSERT_EQ(-EFAULT, ext_copy(self->fd, &c));
+	ASSERT_EQ(-1, ioctl(self->fd, XPMEM_CMD_EXT_COPY, (void *)8));
+	ASSERT_EQ(EFAULT, errno);
+	/* nothing moved through any of these */
+	ASSERT_EQ(0, all_bytes(self->dst, 2 * PAGE, 0));
+	ASSERT_EQ(0, check(self->buf, LEN, 31));
+}
+
+TEST_F(copy, zero_length_copies_nothing)
+{
+	ASSERT_EQ(0, copy_from(self->fd, self->rw, LEN, self->dst, 0));
+	ASSERT_EQ(0, copy_to(self->fd, self->rw, 0, self->dst, 0));
+	ASSERT_EQ(0, check(self->buf, LEN, 31));
+}
+
+TEST_F(copy, from_reads_unaligned_ranges)
+{
+	static const size_t offs[] = { 0, 1, 4095, 4096, 12345, LEN - 9 };
+	static const size_t lens[] = { 1, 7, 4096, 4097, 3 * 4096 + 5, 9 };
+
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		memset(self->dst, 0, 5 * PAGE);
+		ASSERT_EQ((long)lens[i], copy_from(self->fd, self->ro, offs[i],
+						   self->dst + 3, lens[i]));
+		ASSERT_EQ(0, check_at(self->dst + 3, offs[i], lens[i], 31));
+		ASSERT_EQ(0, all_bytes(self->dst, 3, 0));
+		ASSERT_EQ(0, self->dst[3 + lens[i]]);
+	}
+	/* the whole segment at once */
+	ASSERT_EQ((long)LEN, copy_from(self->fd, self->rw, 0, self->dst, LEN));
+	ASSERT_EQ(0, check(self->dst, LEN, 31));
+}
+
+TEST_F(copy, to_writes_the_owner)
+{
+	fill(self->dst, LEN, 77);
+	ASSERT_EQ((long)(LEN - 2 * PAGE - 3),
+		  copy_to(self->fd, self->rw, PAGE + 1, self->dst + 1,
+			  LEN - 2 * PAGE - 3));
+	ASSERT_EQ(0, check_at(self->buf, 0, PAGE + 1, 31));
+	for (size_t i = PAGE + 1; i < LEN - PAGE - 2; i++)
+		ASSERT_EQ(self->dst[i - PAGE], self->buf[i]);
+	ASSERT_EQ(0, check_at(self->buf + LEN - PAGE - 2, LEN - PAGE - 2,
+			      PAGE + 2, 31));
+}
+
+TEST_F(copy, to_through_rdonly_permit_eacces)
+{
+	memset(self->dst, 0x5a, PAGE);
+	ASSERT_EQ(-EACCES, copy_to(self->fd, self->ro, 0, self->dst, PAGE));
+	ASSERT_EQ(0, check(self->buf, LEN, 31));
+}
+
+TEST_F(copy, iov_gathers_and_scatters)
+{
+	struct xpmem_ext_iov iov[3] = {
+		{ (uintptr_t)(self->dst + 5), 3 },
+		{ (uintptr_t)(self->dst + 2 * PAGE), 2 * PAGE + 1 },
+		{ (uintptr_t)(self->dst + 8 * PAGE + 17), 100 },
+	};
+	struct xpmem_ext_copy c = cp(self->rw, 999, iov, 3, XPMEM_EXT_COPY_IOV);
+	size_t total = 3 + 2 * PAGE + 1 + 100;
+
+	ASSERT_EQ((long)total, ext_copy(self->fd, &c));
+	ASSERT_EQ(0, check_at(self->dst + 5, 999, 3, 31));
+	ASSERT_EQ(0, check_at(self->dst + 2 * PAGE, 1002, 2 * PAGE + 1, 31));
+	ASSERT_EQ(0, check_at(self->dst + 8 * PAGE + 17, 1003 + 2 * PAGE,
+			      100, 31));
+	/* and back: the same elements gather into the segment */
+	memset(self->dst, 0xee, 9 * PAGE);
+	c.flags |= XPMEM_EXT_COPY_TO;
+	c.offset = 3 * PAGE;
+	ASSERT_EQ((long)total, ext_copy(self->fd, &c));
+	ASSERT_EQ(0, all_bytes(self->buf + 3 * PAGE, total, 0xee));
+	ASSERT_EQ(0, check_at(self->buf + 3 * PAGE + total, 3 * PAGE + total,
+			      PAGE, 31));
+	/* more elements than fit on the kernel's stack, one byte each */
+	{
+		struct xpmem_ext_iov many[XPMEM_EXT_IOV_MAX];
+
+		for (int i = 0; i < XPMEM_EXT_IOV_MAX; i++) {
+			many[i].base = (uintptr_t)(self->dst + 2 * i);
+			many[i].len = 1;
+		}
+		c = cp(self->ro, 0, many, XPMEM_EXT_IOV_MAX,
+		       XPMEM_EXT_COPY_IOV);
+		ASSERT_EQ(XPMEM_EXT_IOV_MAX, ext_copy(self->fd, &c));
+		for (int i = 0; i < XPMEM_EXT_IOV_MAX; i++)
+			ASSERT_EQ(0, check_at(self->dst + 2 * i, i, 1, 31));
+	}
+}
+
+TEST_F(copy, released_permit_and_removed_segment_enoent)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+
+	ASSERT_EQ(0, xp_release(self->fd, self->ro));
+	ASSERT_EQ(-ENOENT, copy_from(self->fd, self->ro, 0, self->dst, PAGE));
+	ASSERT_EQ(0, xp_get(self->fd, self->segid, XPMEM_RDONLY, &self->ro));
+	/* a second segment, removed while a permit to it is held */
+	ASSERT_EQ(0, xp_make(self->fd, self->buf, PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ((long)PAGE, copy_from(self->fd, apid, 0, self->dst, PAGE));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(-ENOENT, copy_from(self->fd, apid, 0, self->dst, PAGE));
+	ASSERT_EQ(-ENOENT, copy_to(self->fd, apid, 0, self->dst, PAGE));
+	xp_release(self->fd, apid);
+	ASSERT_EQ(0, check(self->buf, LEN, 31));
+}
+
+/* A process that did not open the device gets the classic NOPROC. */
+TEST_F(copy, after_fork_noproc)
+{
+	pid_t pid = fork_child();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		long r = copy_from(self->fd, self->rw, 0, self->dst, PAGE);
+
+		_exit(r == -XPMEM_ERRNO_NOPROC ? 0 : 1);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+}
+
+/*
+ * Owner in a child: the parent copies its bytes out and writes its own
+ * in, the child checks them; after the owner exits, ENOENT.
+ */
+TEST_F(copy, cross_process_then_owner_exit_enoent)
+{
+	const size_t len = 1024 * 1024 + 3 * PAGE;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	struct chan ch;
+	char ok = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, chan_init(&ch));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = xp_open();
+		char *b = map_anon(len);
+		xpmem_segid_t s;
+
+		chan_child(&ch);
+		if (fd < 0 || !b)
+			_exit(10);
+		fill(b, len, 5);
+		if (xp_make(fd, b, len, 0600, &s) ||
+		    send_msg(ch.to_parent[1], &s, sizeof(s)))
+			_exit(11);
+		/* wait for the parent's writes, then check them */
+		if (recv_msg(ch.to_child[0], &ok, 1))
+			_exit(12);
+		if (check_at(b, 0, PAGE, 5) ||
+		    all_bytes(b + PAGE, len - 2 * PAGE, 0x3c) ||
+		    check_at(b + len - PAGE, len - PAGE, PAGE, 5))
+			_exit(13);
+		_exit(0);
+	}
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &segid, sizeof(segid)));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ((long)len, copy_from(self->fd, apid, 0, self->dst, len));
+	ASSERT_EQ(0, check(self->dst, len, 5));
+	memset(self->dst, 0x3c, len);
+	ASSERT_EQ((long)(len - 2 * PAGE),
+		  copy_to(self->fd, apid, PAGE, self->dst, len - 2 * PAGE));
+	ASSERT_EQ(0, send_msg(ch.to_child[1], &ok, 1));
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(-ENOENT, copy_from(self->fd, apid, 0, self->dst, PAGE));
+	ASSERT_EQ(-ENOENT, copy_to(self->fd, apid, 0, self->dst, PAGE));
+	xp_release(self->fd, apid);
+	close(ch.to_child[1]);
+	close(ch.to_parent[0]);
+}
+
+/* Another process's permit (an apid it sent over) is not the caller's. */
+TEST_F(copy, another_process_permit_eacces)
+{
+	xpmem_apid_t apid;
+	struct chan ch;
+	char done = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, chan_init(&ch));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = xp_open();
+		xpmem_apid_t a;
+
+		chan_child(&ch);
+		if (fd < 0 || xp_get(fd, self->segid, XPMEM_RDWR, &a) ||
+		    send_msg(ch.to_parent[1], &a, sizeof(a)) ||
+		    recv_msg(ch.to_child[0], &done, 1))
+			_exit(10);
+		_exit(0);
+	}
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &apid, sizeof(apid)));
+	ASSERT_EQ(-EACCES, copy_from(self->fd, apid, 0, self->dst, PAGE));
+	ASSERT_EQ(-EACCES, copy_to(self->fd, apid, 0, self->dst, PAGE));
+	ASSERT_EQ(0, send_msg(ch.to_child[1], &done, 1));
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, check(self->buf, LEN, 31));
+	close(ch.to_child[1]);
+	close(ch.to_parent[0]);
+}
+
+/*
+ * Owner memory a copy cannot have: a hole stops it (EFAULT at once, or
+ * short after the first byte); a read-only owner page refuses COPY_TO
+ * and keeps its bytes.
+ */
+TEST_F(copy, owner_holes_and_readonly_pages)
+{
+	char *hole = self->buf + 8 * PAGE;
+
+	ASSERT_EQ(0, munmap(hole, PAGE));
+	ASSERT_EQ(-EFAULT, copy_from(self->fd, self->rw, 8 * PAGE,
+				     self->dst, PAGE));
+	ASSERT_EQ((long)(PAGE + 10),
+		  copy_from(self->fd, self->rw, 7 * PAGE - 10, self->dst,
+			    3 * PAGE));
+	ASSERT_EQ(0, check_at(self->dst, 7 * PAGE - 10, PAGE + 10, 31));
+	ASSERT_NE(MAP_FAILED, mmap(hole, PAGE, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+				   -1, 0));
+	fill(hole, PAGE, 2);
+	ASSERT_EQ((long)PAGE, copy_from(self->fd, self->rw, 8 * PAGE,
+					self->dst, PAGE));
+	ASSERT_EQ(0, check(self->dst, PAGE, 2));
+
+	ASSERT_EQ(0, mprotect(self->buf + 16 * PAGE, PAGE, PROT_READ));
+	memset(self->dst, 0x11, 2 * PAGE);
+	ASSERT_EQ(-EFAULT, copy_to(self->fd, self->rw, 16 * PAGE, self->dst,
+				   PAGE));
+	ASSERT_EQ((long)PAGE, copy_to(self->fd, self->rw, 15 * PAGE,
+				      self->dst, 2 * PAGE));
+	ASSERT_EQ(0, all_bytes(self->buf + 15 * PAGE, PAGE, 0x11));
+	ASSERT_EQ(0, check_at(self->buf + 16 * PAGE, 16 * PAGE, PAGE, 31));
+	/* reading a read-only page is fine; PROT_NONE is not */
+	ASSERT_EQ((long)PAGE, copy_from(self->fd, self->ro, 16 * PAGE,
+					self->dst, PAGE));
+	ASSERT_EQ(0, mprotect(self->buf + 16 * PAGE, PAGE, PROT_NONE));
+	ASSERT_EQ(-EFAULT, copy_from(self->fd, self->ro, 16 * PAGE,
+				     self->dst, PAGE));
+	ASSERT_EQ(0, mprotect(self->buf + 16 * PAGE, PAGE,
+			      PROT_READ | PROT_WRITE));
+}
+
+/*
+ * COPY_TO into pages the owner shares copy-on-write with its child
+ * writes the owner's own copy, as a store of the owner would: the child
+ * keeps the old bytes.
+ */
+TEST_F(copy, to_breaks_cow_in_the_owner)
+{
+	struct chan ch;
+	char c = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, chan_init(&ch));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		chan_child(&ch);
+		if (send_msg(ch.to_parent[1], &c, 1) ||
+		    recv_msg(ch.to_child[0], &c, 1))
+			_exit(10);
+		_exit(check(self->buf, LEN, 31) ? 11 : 0);
+	}
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &c, 1));
+	memset(self->dst, 0x77, 4 * PAGE);
+	ASSERT_EQ((long)(4 * PAGE),
+		  copy_to(self->fd, self->rw, 2 * PAGE, self->dst, 4 * PAGE));
+	ASSERT_EQ(0, all_bytes(self->buf + 2 * PAGE, 4 * PAGE, 0x77));
+	ASSERT_EQ(0, send_msg(ch.to_child[1], &c, 1));
+	ASSERT_EQ(0, wait_child(pid));
+	close(ch.to_child[1]);
+	close(ch.to_parent[0]);
+}
+
+/* A copy whose local buffer is an attachment of the same segment. */
+TEST_F(copy, into_an_attachment_of_the_segment)
+{
+	void *va;
+	char *a;
+
+	ASSERT_EQ(0, xp_attach(self->fd, self->rw, 0, LEN, NULL, &va));
+	a = va;
+	ASSERT_EQ((long)(LEN / 2),
+		  copy_from(self->fd, self->ro, LEN / 2, a, LEN / 2));
+	ASSERT_EQ(0, check_at(self->buf, LEN / 2, LEN / 2, 31));
+	ASSERT_EQ(0, memcmp(self->buf, self->buf + LEN / 2, LEN / 2));
+	ASSERT_EQ(0, xp_detach(self->fd, va));
+}
+
+/* ---------------------------------------------------------- populate -- */
+
+static long ext_populate(int fd, void *addr, uint64_t len, unsigned int flags)
+{
+	struct xpmem_ext_populate p = {
+		.vaddr = (uintptr_t)addr, .len = len, .flags = flags,
+	};
+
+	return ioctl(fd, XPMEM_CMD_EXT_POPULATE, &p) ? -errno : 0;
+}
+
+TEST_F(copy, populate_rejects_each_bad_field)
+{
+	struct xpmem_ext_populate p;
+	void *va;
+
+	ASSERT_EQ(0, xp_attach(self->fd, self->rw, 0, LEN, NULL, &va));
+	ASSERT_EQ(-EINVAL, ext_populate(self->fd, va, LEN, 0x2));
+	ASSERT_EQ(-EINVAL, ext_populate(self->fd, (char *)va + 1, PAGE, 0));
+	ASSERT_EQ(-EINVAL, ext_populate(self->fd, va, 0, 0));
+	ASSERT_EQ(-EINVAL, ext_populate(self->fd, va, ~0ULL - PAGE, 0));
+	p = (struct xpmem_ext_populate){ .vaddr = (uintptr_t)va, .len = PAGE,
+					 .reserved0 = 1 };
+	ASSERT_EQ(-1, ioctl(self->fd, XPMEM_CMD_EXT_POPULATE, &p));
+	ASSERT_EQ(EINVAL, errno);
+	for (int i = 0; i < 2; i++) {
+		p = (struct xpmem_ext_populate){ .vaddr = (uintptr_t)va,
+						 .len = PAGE };
+		p.reserved[i] = 1;
+		ASSERT_EQ(-1, ioctl(self->fd, XPMEM_CMD_EXT_POPULATE, &p));
+		ASSERT_EQ(EINVAL, errno);
+	}
+	/* not an attachment, or running past one */
+	ASSERT_EQ(-EFAULT, ext_populate(self->fd, self->dst, PAGE, 0));
+	ASSERT_EQ(-EFAULT, ext_populate(self->fd, va, LEN + PAGE, 0));
+	ASSERT_EQ(0, xp_detach(self->fd, va));
+	/* a read-only attachment cannot be populated for writing */
+	ASSERT_EQ(0, xp_attach(self->fd, self->ro, 0, LEN, NULL, &va));
+	ASSERT_EQ(-EACCES, ext_populate(self->fd, va, PAGE,
+					XPMEM_EXT_POPULATE_WRITE));
+	ASSERT_EQ(0, ext_populate(self->fd, va, PAGE, 0));
+	ASSERT_EQ(0, xp_detach(self->fd, va));
+}
+
+/* Populate in another process: then reading (writing) takes no fault. */
+static void populate_child(xpmem_segid_t segid, int write)
+{
+	long faults;
+	void *va;
+	char *p;
+	int fd;
+
+	fd = xp_open();
+	if (fd < 0)
+		_exit(10);
+	{
+		xpmem_apid_t apid;
+
+		if (xp_get(fd, segid, XPMEM_RDWR, &apid) ||
+		    xp_attach(fd, apid, 0, LEN, NULL, &va))
+			_exit(11);
+	}
+	p = va;
+	faults = stat_read("faults");
+	/* the second half only, from its middle page on */
+	if (ext_populate(fd, p + LEN / 2, LEN / 2,
+			 write ? XPMEM_EXT_POPULATE_WRITE : 0))
+		_exit(12);
+	if (stat_read("faults") - faults < 1)
+		_exit(13);
+	faults = stat_read("faults");
+	if (check_at(p + LEN / 2, LEN / 2, LEN / 2, 31))
+		_exit(14);
+	if (write)
+		for (size_t i = LEN / 2; i < LEN; i += PAGE)
+			p[i] = (char)(i / PAGE);
+	if (stat_read("faults") != faults)
+		_exit(15);
+	/* the first half was left alone: reading it faults */
+	if (check(p, PAGE, 31) || stat_read("faults") == faults)
+		_exit(16);
+	_exit(0);
+}
+
+TEST_F(copy, populate_read_then_no_faults)
+{
+	pid_t pid = fork_child();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		populate_child(self->segid, 0);
+	ASSERT_EQ(0, wait_child(pid));
+}
+
+TEST_F(copy, populate_write_then_no_faults)
+{
+	pid_t pid = fork_child();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		populate_child(self->segid, 1);
+	ASSERT_EQ(0, wait_child(pid));
+	for (size_t i = LEN / 2; i < LEN; i += PAGE)
+		ASSERT_EQ((char)(i / PAGE), self->buf[i]);
+}
+
+/* ------------------------------------------------------------ io_uring -- */
+
+#define RING_SKIP_UNLESS(r) do {					\
+	int _e = io_uring_queue_init(64, (r), 0);			\
+	if (_e == -ENOSYS || _e == -EPERM)				\
+		SKIP(return, "io_uring unavailable (%s)", strerror(-_e)); \
+	ASSERT_EQ(0, _e);						\
+} while (0)
+
+/* Queue one xpmem command: cmd_op @op, argument @arg, tag @tag. */
+static struct io_uring_sqe *prep_sqe(struct io_uring *ring, int fd,
+				     unsigned int op, const void *arg,
+				     uint64_t tag)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	if (!sqe)
+		return NULL;
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = op;
+	sqe->addr3 = (uintptr_t)arg;
+	sqe->user_data = tag;
+	return sqe;
+}
+
+static int prep_cmd(struct io_uring *ring, int fd, unsigned int op,
+		    const void *arg, uint64_t tag)
+{
+	return prep_sqe(ring, fd, op, arg, tag) ? 0 : -EBUSY;
+}
+
+/* Wait for @n completions; res of each by its tag into @res[tag]. */
+static int reap(struct io_uring *ring, int n, int *res, int max)
+{
+	struct io_uring_cqe *cqe;
+
+	for (int i = 0; i < n; i++) {
+		if (io_uring_wait_cqe(ring, &cqe))
+			return -1;
+		if (cqe->user_data >= (uint64_t)max)
+			return -1;
+		res[cqe->user_data] = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return 0;
+}
+
+/*
+ * 16 copies in flight, small (inline) and large (in workers), from and
+ * to the segment, each checked byte for byte.
+ */
+TEST_F(copy, uring_many_in_flight)
+{
+	static const size_t sizes[] = { 8, PAGE, 60000, 200 * 1024 + 1 };
+	struct xpmem_ext_copy c[16];
+	struct io_uring ring;
+	int res[16];
+	size_t off = 0;
+
+	RING_SKIP_UNLESS(&ring);
+	for (int i = 0; i < 16; i++) {
+		size_t len = sizes[i % 4];
+
+		c[i] = cp(self->ro, off + 1, self->dst + off, len, 0);
+		ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
+				      &c[i], i));
+		off += 250 * 1024;
+		res[i] = INT32_MIN;
+	}
+	ASSERT_EQ(16, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 16, res, 16));
+	for (int i = 0; i < 16; i++) {
+		ASSERT_EQ((int)c[i].len, res[i]);
+		ASSERT_EQ(0, check_at((void *)(uintptr_t)c[i].addr,
+				      c[i].offset, c[i].len, 31));
+	}
+	/* and the same 16 ranges written back shifted by one byte */
+	for (int i = 0; i < 16; i++) {
+		memset((void *)(uintptr_t)c[i].addr, 0x40 + i, c[i].len);
+		c[i].apid = self->rw;
+		c[i].flags = XPMEM_EXT_COPY_TO;
+		ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
+				      &c[i], i));
+	}
+	ASSERT_EQ(16, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 16, res, 16));
+	for (int i = 0; i < 16; i++) {
+		ASSERT_EQ((int)c[i].len, res[i]);
+		ASSERT_EQ(0, all_bytes(self->buf + c[i].offset, c[i].len,
+				       0x40 + i));
+	}
+	io_uring_queue_exit(&ring);
+}
+
+/* Errors arrive in the CQE, each as the ioctl would return it. */
+TEST_F(copy, uring_errors_in_cqes)
+{
+	struct xpmem_ext_copy good = cp(self->rw, 0, self->dst, PAGE, 0);
+	struct xpmem_ext_copy rdonly_to = cp(self->ro, 0, self->dst, PAGE,
+					     XPMEM_EXT_COPY_TO);
+	struct xpmem_ext_copy big_rdonly_to = cp(self->ro, 0, self->dst, LEN,
+						 XPMEM_EXT_COPY_TO);
+	struct xpmem_ext_copy bad_flag = cp(self->rw, 0, self->dst, PAGE, 8);
+	struct xpmem_ext_copy no_permit = cp(self->rw + 0x10000, 0, self->dst,
+					     PAGE, 0);
+	struct xpmem_ext_populate bad_pop = { .vaddr = (uintptr_t)self->dst,
+					      .len = PAGE };
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	int res[8];
+
+	RING_SKIP_UNLESS(&ring);
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &good, 0));
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
+			      &rdonly_to, 1));
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
+			      &big_rdonly_to, 2));
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
+			      &bad_flag, 3));
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
+			      &no_permit, 4));
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_POPULATE,
+			      &bad_pop, 5));
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, _IO('x', 0x7f), &good, 6));
+	/* a non-zero reserved word in the command area */
+	sqe = prep_sqe(&ring, self->fd, XPMEM_CMD_EXT_COPY, &good, 7);
+	ASSERT_NE(NULL, sqe);
+	sqe->__pad2[0] = 1;
+	ASSERT_EQ(8, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 8, res, 8));
+	ASSERT_EQ((int)PAGE, res[0]);
+	ASSERT_EQ(-EACCES, res[1]);
+	ASSERT_EQ(-EACCES, res[2]);
+	ASSERT_EQ(-EINVAL, res[3]);
+	ASSERT_EQ(-ENOENT, res[4]);
+	ASSERT_EQ(-EFAULT, res[5]);
+	ASSERT_EQ(-ENOTTY, res[6]);
+	ASSERT_EQ(-EINVAL, res[7]);
+	ASSERT_EQ(0, check(self->buf, LEN, 31));
+	io_uring_queue_exit(&ring);
+}
+
+/* A ring command against a removed segment, and after the owner exits. */
+TEST_F(copy, uring_removed_segment_and_exited_owner)
+{
+	struct xpmem_ext_copy c;
+	struct io_uring ring;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	struct chan ch;
+	char x = 0;
+	int res[2];
+	pid_t pid;
+
+	RING_SKIP_UNLESS(&ring);
+	ASSERT_EQ(0, xp_make(self->fd, self->buf, LEN, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	c = cp(apid, 0, self->dst, LEN, 0);
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &c, 0));
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 1, res, 1));
+	ASSERT_EQ(-ENOENT, res[0]);
+	xp_release(self->fd, apid);
+
+	ASSERT_EQ(0, chan_init(&ch));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = xp_open();
+		xpmem_segid_t s;
+
+		chan_child(&ch);
+		if (fd < 0 || xp_make(fd, self->buf, LEN, 0600, &s) ||
+		    send_msg(ch.to_parent[1], &s, sizeof(s)) ||
+		    recv_msg(ch.to_child[0], &x, 1))
+			_exit(10);
+		_exit(0);
+	}
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &segid, sizeof(segid)));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	c = cp(apid, 0, self->dst, LEN, 0);
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &c, 0));
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 1, res, 1));
+	ASSERT_EQ((int)LEN, res[0]);
+	ASSERT_EQ(0, check(self->dst, LEN, 31));
+	ASSERT_EQ(0, send_msg(ch.to_child[1], &x, 1));
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &c, 1));
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 1, res, 2));
+	ASSERT_EQ(-ENOENT, res[1]);
+	xp_release(self->fd, apid);
+	close(ch.to_child[1]);
+	close(ch.to_parent[0]);
+	io_uring_queue_exit(&ring);
+}
+
+/* POPULATE through the ring: afterwards the range reads without faults. */
+TEST_F(copy, uring_populate)
+{
+	struct xpmem_ext_populate p = { 0 };
+	struct io_uring ring;
+	long faults;
+	int res[1];
+	void *va;
+
+	RING_SKIP_UNLESS(&ring);
+	ASSERT_EQ(0, xp_attach(self->fd, self->ro, 0, LEN, NULL, &va));
+	p.vaddr = (uintptr_t)va;
+	p.len = LEN;
+	faults = stat_read("faults");
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_POPULATE, &p, 0));
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 1, res, 1));
+	ASSERT_EQ(0, res[0]);
+	ASSERT_LT(faults, stat_read("faults"));
+	faults = stat_read("faults");
+	ASSERT_EQ(0, check(va, LEN, 31));
+	ASSERT_EQ(faults, stat_read("faults"));
+	/* writing through a read-only attachment is refused */
+	p.flags = XPMEM_EXT_POPULATE_WRITE;
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_POPULATE, &p, 0));
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 1, res, 1));
+	ASSERT_EQ(-EACCES, res[0]);
+	ASSERT_EQ(0, xp_detach(self->fd, va));
+	io_uring_queue_exit(&ring);
+}
+
+/* Another process's device file through the caller's ring: NOPROC. */
+TEST_F(copy, uring_after_fork_noproc)
+{
+	pid_t pid = fork_child();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct xpmem_ext_copy c = cp(self->rw, 0, self->dst, PAGE, 0);
+		struct io_uring_cqe *cqe;
+		struct io_uring ring;
+
+		if (io_uring_queue_init(4, &ring, 0))
+			_exit(0);	/* no io_uring: nothing to check */
+		if (prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &c, 0) ||
+		    io_uring_submit(&ring) != 1 ||
+		    io_uring_wait_cqe(&ring, &cqe))
+			_exit(10);
+		_exit(cqe->res == -XPMEM_ERRNO_NOPROC ? 0 : 11);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+}
+
+/*
+ * The owner exits (killed) while large copies of its memory are in
+ * flight: each completes whole or fails cleanly, nothing hangs.
+ */
+TEST_F(copy, uring_owner_killed_mid_flight)
+{
+	struct xpmem_ext_copy c[8];
+	struct io_uring ring;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	struct chan ch;
+	int res[8];
+	pid_t pid;
+
+	RING_SKIP_UNLESS(&ring);
+	ASSERT_EQ(0, chan_init(&ch));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = xp_open();
+		xpmem_segid_t s;
+
+		chan_child(&ch);
+		fill(self->buf, LEN, 9);
+		if (fd < 0 || xp_make(fd, self->buf, LEN, 0600, &s) ||
+		    send_msg(ch.to_parent[1], &s, sizeof(s)))
+			_exit(10);
+		for (;;)
+			pause();
+	}
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &segid, sizeof(segid)));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDONLY, &apid));
+	for (int i = 0; i < 8; i++) {
+		c[i] = cp(apid, 0, self->dst, LEN, 0);
+		ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
+				      &c[i], i));
+	}
+	ASSERT_EQ(8, io_uring_submit(&ring));
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(128 + SIGKILL, wait_child(pid));
+	ASSERT_EQ(0, reap(&ring, 8, res, 8));
+	for (int i = 0; i < 8; i++) {
+		ASSERT_TRUE(res[i] == (int)LEN || res[i] == -ENOENT ||
+			    (res[i] > 0 && res[i] < (int)LEN)) {
+			TH_LOG("copy %d: %d", i, res[i]);
+		}
+	}
+	xp_release(self->fd, apid);
+	close(ch.to_child[1]);
+	close(ch.to_parent[0]);
+	io_uring_queue_exit(&ring);
+}
+
+TEST_F(copy, counters_back_at_base)
+{
+	xp_release(self->fd, self->rw);
+	xp_release(self->fd, self->ro);
+	xp_remove(self->fd, self->segid);
+	self->rw = self->ro = 0;
+	self->segid = 0;
+	ASSERT_COUNTERS_AT_BASE();
+}
+
+TEST_HARNESS_MAIN
