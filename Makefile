@@ -45,7 +45,7 @@ WERROR     ?= 1
 # `#define _GNU_SOURCE` (the kselftest convention) does not warn.
 XCFLAGS    := -std=gnu11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) \
 	      -D_GNU_SOURCE= -DXPMEM_PKG_VERSION='"$(VERSION)"' -Iinclude -Ilib
-LIB_LIBS   ?= -lpthread
+LIB_LIBS   ?= -luring -lpthread
 TEST_LIBS  ?= -luring -lpthread
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
 

@@ -132,6 +132,10 @@ const char *xpmem_ext_backend_name(int backend);
 #define XPMEM_EXT_F_KEYS	0x100UL
 /* authorization keys in xpmem_ext_make() and xpmem_ext_get*() */
 #define XPMEM_EXT_F_AUTH	0x200UL
+/* xpmem_ext_copy*(), xpmem_ext_populate() and the queue API */
+#define XPMEM_EXT_F_COPY	0x400UL
+/* xpmem_ext_prep_*() fill SQEs for the caller's own io_uring */
+#define XPMEM_EXT_F_URING	0x800UL
 
 /* xpmem_ext_features - XPMEM_EXT_F_* of the active backend; 0 if none. */
 unsigned long xpmem_ext_features(void);
@@ -223,6 +227,109 @@ void *xpmem_ext_alloc(size_t size, unsigned int flags);
  * -1 with errno EINVAL if @addr did not come from xpmem_ext_alloc().
  */
 int xpmem_ext_free(void *addr);
+
+/* ---- part 2b: copies and io_uring (XPMEM_EXT_1.2) ----------------------- */
+
+struct iovec;
+struct io_uring_sqe;
+
+/*
+ * xpmem_ext_copy - copy between @buf and a segment, through a permit and
+ * without an attachment (as process_vm_readv(2) does between processes).
+ * @apid:   the caller's permit (XPMEM_RDWR for XPMEM_EXT_COPY_TO)
+ * @offset: byte offset into the segment, any alignment
+ * @flags:  0 (segment to @buf) or XPMEM_EXT_COPY_TO (@buf to segment)
+ *
+ * The range must lie in the segment.  Returns the bytes copied (at most
+ * 0x7ffff000; short only when an owner page that cannot be had, or a
+ * fatal signal, stops the copy after its first byte), or -1 with errno:
+ * EINVAL (flags, range), ENOENT (unknown or released permit, removed
+ * segment, exited owner), EACCES (COPY_TO through a read-only permit),
+ * EFAULT (memory that cannot be copied), EOPNOTSUPP (XPMEM_EXT_F_COPY is
+ * not in xpmem_ext_features(): a module without the command).
+ */
+ssize_t xpmem_ext_copy(xpmem_apid_t apid, off_t offset, void *buf,
+		       size_t len, unsigned int flags);
+
+/*
+ * xpmem_ext_copyv - xpmem_ext_copy() with @iovcnt (1..XPMEM_EXT_IOV_MAX)
+ * local buffers; the segment side is contiguous from @offset.
+ */
+ssize_t xpmem_ext_copyv(xpmem_apid_t apid, off_t offset,
+			const struct iovec *iov, int iovcnt,
+			unsigned int flags);
+
+/*
+ * xpmem_ext_populate - fault in [@addr, @addr + @len) of the caller's
+ * attachments, as XPMEM_EXT_ATTACH_POPULATE (@flags 0) or
+ * XPMEM_EXT_ATTACH_POPULATE_WRITE (@flags XPMEM_EXT_POPULATE_WRITE) would
+ * at attach time.  0, or -1 with errno (EFAULT where the range is not an
+ * attachment, EACCES for WRITE over a read-only one, EINVAL).
+ */
+int xpmem_ext_populate(void *addr, size_t len, unsigned int flags);
+
+/*
+ * Callers with their own io_uring (liburing): xpmem_ext_prep_copy() and
+ * xpmem_ext_prep_populate() fill @sqe (everything but user_data, which
+ * they leave 0) with an operation whose CQE res is what xpmem_ext_copy()
+ * or xpmem_ext_populate() returns, as -errno on failure.  @arg is read
+ * when the operation is issued and must stay unchanged until its CQE, as
+ * must the permit.  On the kernel backend the SQE is an IORING_OP_URING_CMD
+ * on /dev/xpmem; on the shm backend a read or write of the segment's
+ * object (populate: a no-op).  Returns 0, or -1 with errno for what can be
+ * told at once (EINVAL, ENOENT, EACCES; EOPNOTSUPP without
+ * XPMEM_EXT_F_URING).
+ */
+int xpmem_ext_prep_copy(struct io_uring_sqe *sqe,
+			const struct xpmem_ext_copy *arg);
+int xpmem_ext_prep_populate(struct io_uring_sqe *sqe,
+			    const struct xpmem_ext_populate *arg);
+
+/*
+ * A completion queue owned by the library, for callers without a ring:
+ * queue operations (each with a caller's @tag), submit them, then reap
+ * their completions in any order.  Operations run concurrently, in the
+ * kernel's io_uring workers on the kernel backend (on both backends
+ * synchronously at submit when io_uring is unavailable).  Buffers, iovecs
+ * and permits must stay valid until the operation's completion.  A queue
+ * belongs to one thread at a time and is not inherited over fork().
+ */
+typedef struct xpmem_ext_queue xpmem_ext_queue_t;
+
+struct xpmem_ext_completion {
+	unsigned long long tag;		/* as queued */
+	long long result;		/* as xpmem_ext_copy(): >= 0 or -errno */
+};
+
+/* At most @depth (1..4096) operations queued or in flight.  NULL/errno. */
+xpmem_ext_queue_t *xpmem_ext_queue_create(unsigned int depth);
+
+/* Queue a copy (as xpmem_ext_copy()).  0, or -1 with errno (EBUSY: full). */
+int xpmem_ext_queue_copy(xpmem_ext_queue_t *q, xpmem_apid_t apid,
+			 off_t offset, void *buf, size_t len,
+			 unsigned int flags, unsigned long long tag);
+
+/* Queue a vectored copy; @iov must stay valid until its completion. */
+int xpmem_ext_queue_copyv(xpmem_ext_queue_t *q, xpmem_apid_t apid,
+			  off_t offset, const struct iovec *iov, int iovcnt,
+			  unsigned int flags, unsigned long long tag);
+
+/* Queue a populate (as xpmem_ext_populate()). */
+int xpmem_ext_queue_populate(xpmem_ext_queue_t *q, void *addr, size_t len,
+			     unsigned int flags, unsigned long long tag);
+
+/* Start what was queued.  Returns how many started, or -1 with errno. */
+int xpmem_ext_queue_submit(xpmem_ext_queue_t *q);
+
+/*
+ * Reap up to @max completions into @c; with @wait, block until at least
+ * one is there (if anything is in flight).  Returns how many, or -1/errno.
+ */
+int xpmem_ext_queue_reap(xpmem_ext_queue_t *q, struct xpmem_ext_completion *c,
+			 unsigned int max, int wait);
+
+/* Wait for what is in flight (its completions are dropped), then free. */
+void xpmem_ext_queue_destroy(xpmem_ext_queue_t *q);
 
 #ifdef __cplusplus
 }

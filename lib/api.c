@@ -409,3 +409,228 @@ XPMEM_EXPORT int xpmem_ext_free(void *addr)
 		return fail(-ret, "xpmem_ext_free");
 	return 0;
 }
+
+/* ---- copies and io_uring (XPMEM_EXT_1.2) -------------------------------- */
+
+/* The backend, if it copies; else NULL with errno set. */
+static const struct xpmem_lib_backend *copier(void)
+{
+	const struct xpmem_lib_backend *b = active();
+
+	if (b && !((b->features | (b->more_features ? b->more_features() : 0)) &
+		   XPMEM_EXT_F_COPY)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return b;
+}
+
+static ssize_t copyv(xpmem_apid_t apid, off_t offset, const struct iovec *iov,
+		     int iovcnt, unsigned int flags, const char *what)
+{
+	const struct xpmem_lib_backend *b = copier();
+	ssize_t ret;
+
+	if (!b)
+		return fail(errno, what);
+	if (apid <= 0 || offset < 0 || (flags & ~XPMEM_EXT_COPY_TO) ||
+	    iovcnt < 1 || iovcnt > XPMEM_EXT_IOV_MAX || !iov)
+		return fail(EINVAL, what);
+	ret = b->copy(apid, (uint64_t)offset, iov, iovcnt, flags);
+	if (ret < 0)
+		return fail((int)-ret, what);
+	return ret;
+}
+
+XPMEM_EXPORT ssize_t xpmem_ext_copy(xpmem_apid_t apid, off_t offset,
+				    void *buf, size_t len, unsigned int flags)
+{
+	struct iovec one = { .iov_base = buf, .iov_len = len };
+
+	return copyv(apid, offset, &one, 1, flags, "xpmem_ext_copy");
+}
+
+XPMEM_EXPORT ssize_t xpmem_ext_copyv(xpmem_apid_t apid, off_t offset,
+				     const struct iovec *iov, int iovcnt,
+				     unsigned int flags)
+{
+	return copyv(apid, offset, iov, iovcnt, flags, "xpmem_ext_copyv");
+}
+
+XPMEM_EXPORT int xpmem_ext_populate(void *addr, size_t len, unsigned int flags)
+{
+	const struct xpmem_lib_backend *b = copier();
+	int ret;
+
+	if (!b)
+		return fail(errno, "xpmem_ext_populate");
+	if (flags & ~XPMEM_EXT_POPULATE_FLAGS)
+		return fail(EINVAL, "xpmem_ext_populate");
+	ret = b->populate(addr, len, flags);
+	if (ret < 0)
+		return fail(-ret, "xpmem_ext_populate");
+	return 0;
+}
+
+/* What both backends refuse alike in an argument struct. */
+static int check_copy_arg(const struct xpmem_ext_copy *c)
+{
+	if (c->apid <= 0 || (c->flags & ~XPMEM_EXT_COPY_FLAGS) ||
+	    c->reserved0 || c->reserved[0] || c->reserved[1] ||
+	    c->reserved[2])
+		return -EINVAL;
+	if ((c->flags & XPMEM_EXT_COPY_IOV) &&
+	    (!c->len || c->len > XPMEM_EXT_IOV_MAX))
+		return -EINVAL;
+	return 0;
+}
+
+static int check_populate_arg(const struct xpmem_ext_populate *p)
+{
+	if ((p->flags & ~XPMEM_EXT_POPULATE_FLAGS) || p->reserved0 ||
+	    p->reserved[0] || p->reserved[1])
+		return -EINVAL;
+	return 0;
+}
+
+static int prep(struct io_uring_sqe *sqe, unsigned int op, const void *arg,
+		int bad, const char *what)
+{
+	const struct xpmem_lib_backend *b = active();
+	unsigned long f;
+	int ret;
+
+	if (!b)
+		return fail(errno, what);
+	f = b->features | (b->more_features ? b->more_features() : 0);
+	if (!(f & XPMEM_EXT_F_URING) || !b->prep)
+		return fail(EOPNOTSUPP, what);
+	if (!sqe || !arg || bad)
+		return fail(EINVAL, what);
+	memset(sqe, 0, sizeof(*sqe));
+	ret = b->prep(sqe, op, arg);
+	if (ret < 0)
+		return fail(-ret, what);
+	return 0;
+}
+
+XPMEM_EXPORT int xpmem_ext_prep_copy(struct io_uring_sqe *sqe,
+				     const struct xpmem_ext_copy *arg)
+{
+	return prep(sqe, XPMEM_CMD_EXT_COPY, arg, arg && check_copy_arg(arg),
+		    "xpmem_ext_prep_copy");
+}
+
+XPMEM_EXPORT int xpmem_ext_prep_populate(struct io_uring_sqe *sqe,
+					 const struct xpmem_ext_populate *arg)
+{
+	return prep(sqe, XPMEM_CMD_EXT_POPULATE, arg,
+		    arg && check_populate_arg(arg), "xpmem_ext_prep_populate");
+}
+
+XPMEM_EXPORT xpmem_ext_queue_t *xpmem_ext_queue_create(unsigned int depth)
+{
+	const struct xpmem_lib_backend *b = copier();
+	xpmem_ext_queue_t *q;
+
+	if (!b) {
+		fail(errno, "xpmem_ext_queue_create");
+		return NULL;
+	}
+	if (!depth || depth > 4096) {
+		fail(EINVAL, "xpmem_ext_queue_create");
+		return NULL;
+	}
+	q = xpmem_lib_queue_create(b, depth);
+	if (!q)
+		fail(errno, "xpmem_ext_queue_create");
+	return q;
+}
+
+static int queue_add(xpmem_ext_queue_t *q, unsigned int op, const void *arg,
+		     size_t len, unsigned long long tag, const char *what)
+{
+	int ret;
+
+	if (!q)
+		return fail(EINVAL, what);
+	ret = xpmem_lib_queue_add(q, op, arg, len, tag);
+	if (ret < 0)
+		return fail(-ret, what);
+	return 0;
+}
+
+XPMEM_EXPORT int xpmem_ext_queue_copy(xpmem_ext_queue_t *q, xpmem_apid_t apid,
+				      off_t offset, void *buf, size_t len,
+				      unsigned int flags,
+				      unsigned long long tag)
+{
+	struct xpmem_ext_copy c = {
+		.apid = apid, .offset = (__u64)offset,
+		.addr = (__u64)(uintptr_t)buf, .len = len, .flags = flags,
+	};
+
+	if (offset < 0 || (flags & ~XPMEM_EXT_COPY_TO) || check_copy_arg(&c))
+		return fail(EINVAL, "xpmem_ext_queue_copy");
+	return queue_add(q, XPMEM_CMD_EXT_COPY, &c, sizeof(c), tag,
+			 "xpmem_ext_queue_copy");
+}
+
+XPMEM_EXPORT int xpmem_ext_queue_copyv(xpmem_ext_queue_t *q,
+				       xpmem_apid_t apid, off_t offset,
+				       const struct iovec *iov, int iovcnt,
+				       unsigned int flags,
+				       unsigned long long tag)
+{
+	struct xpmem_ext_copy c = {
+		.apid = apid, .offset = (__u64)offset,
+		.addr = (__u64)(uintptr_t)iov, .len = (__u64)iovcnt,
+		.flags = flags | XPMEM_EXT_COPY_IOV,
+	};
+
+	if (offset < 0 || iovcnt < 1 || !iov ||
+	    (flags & ~XPMEM_EXT_COPY_TO) || check_copy_arg(&c))
+		return fail(EINVAL, "xpmem_ext_queue_copyv");
+	return queue_add(q, XPMEM_CMD_EXT_COPY, &c, sizeof(c), tag,
+			 "xpmem_ext_queue_copyv");
+}
+
+XPMEM_EXPORT int xpmem_ext_queue_populate(xpmem_ext_queue_t *q, void *addr,
+					  size_t len, unsigned int flags,
+					  unsigned long long tag)
+{
+	struct xpmem_ext_populate p = {
+		.vaddr = (__u64)(uintptr_t)addr, .len = len, .flags = flags,
+	};
+
+	if (check_populate_arg(&p))
+		return fail(EINVAL, "xpmem_ext_queue_populate");
+	return queue_add(q, XPMEM_CMD_EXT_POPULATE, &p, sizeof(p), tag,
+			 "xpmem_ext_queue_populate");
+}
+
+XPMEM_EXPORT int xpmem_ext_queue_submit(xpmem_ext_queue_t *q)
+{
+	int ret = q ? xpmem_lib_queue_submit(q) : -EINVAL;
+
+	if (ret < 0)
+		return fail(-ret, "xpmem_ext_queue_submit");
+	return ret;
+}
+
+XPMEM_EXPORT int xpmem_ext_queue_reap(xpmem_ext_queue_t *q,
+				      struct xpmem_ext_completion *c,
+				      unsigned int max, int wait)
+{
+	int ret = q && (c || !max) ? xpmem_lib_queue_reap(q, c, max, wait) :
+		  -EINVAL;
+
+	if (ret < 0)
+		return fail(-ret, "xpmem_ext_queue_reap");
+	return ret;
+}
+
+XPMEM_EXPORT void xpmem_ext_queue_destroy(xpmem_ext_queue_t *q)
+{
+	xpmem_lib_queue_destroy(q);
+}

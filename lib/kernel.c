@@ -198,6 +198,10 @@ static unsigned long kernel_more_features(void)
 		f |= XPMEM_EXT_F_KEYS | XPMEM_EXT_F_AUTH;
 	if (query_features & XPMEM_EXT_KF_HUGE_PMD)
 		f |= XPMEM_EXT_F_HUGE;
+	if (query_features & XPMEM_EXT_KF_COPY)
+		f |= XPMEM_EXT_F_COPY;
+	if (query_features & XPMEM_EXT_KF_URING)
+		f |= XPMEM_EXT_F_URING;
 	return f;
 }
 
@@ -401,6 +405,60 @@ static int kernel_free(void *addr)
 	return 0;
 }
 
+/* EXT_COPY: one buffer as it is, several as an xpmem_ext_iov array. */
+static ssize_t kernel_copy(xpmem_apid_t apid, uint64_t offset,
+			   const struct iovec *iov, int iovcnt,
+			   unsigned int flags)
+{
+	struct xpmem_ext_copy cmd = {
+		.apid = apid, .offset = offset, .flags = flags,
+	};
+
+	if (!(kernel_more_features() & XPMEM_EXT_F_COPY))
+		return -EOPNOTSUPP;
+	if (iovcnt == 1) {
+		cmd.addr = (__u64)(uintptr_t)iov[0].iov_base;
+		cmd.len = iov[0].iov_len;
+	} else {
+		cmd.addr = (__u64)(uintptr_t)iov;
+		cmd.len = (__u64)iovcnt;
+		cmd.flags |= XPMEM_EXT_COPY_IOV;
+	}
+	return dev_ioctl(XPMEM_CMD_EXT_COPY, &cmd, NULL);
+}
+
+static int kernel_populate(void *addr, size_t len, unsigned int flags)
+{
+	struct xpmem_ext_populate cmd = {
+		.vaddr = (__u64)(uintptr_t)addr, .len = len, .flags = flags,
+	};
+
+	if (!(kernel_more_features() & XPMEM_EXT_F_COPY))
+		return -EOPNOTSUPP;
+	return dev_ioctl(XPMEM_CMD_EXT_POPULATE, &cmd, NULL);
+}
+
+/*
+ * The module's io_uring command: IORING_OP_URING_CMD on this process's
+ * descriptor of the device, the argument's address in the command area.
+ */
+static int kernel_prep(struct io_uring_sqe *sqe, unsigned int op,
+		       const void *arg)
+{
+	int fd;
+
+	if (!(kernel_more_features() & XPMEM_EXT_F_URING))
+		return -EOPNOTSUPP;
+	fd = dev_get(-1);
+	if (fd < 0)
+		return fd;
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = op;
+	sqe->addr3 = (__u64)(uintptr_t)arg;
+	return 0;
+}
+
 const struct xpmem_lib_backend xpmem_lib_kernel_backend = {
 	.id = XPMEM_EXT_BACKEND_KERNEL,
 	.features = XPMEM_EXT_F_WHOLE_AS | XPMEM_EXT_F_ANY_MEMORY |
@@ -418,4 +476,7 @@ const struct xpmem_lib_backend xpmem_lib_kernel_backend = {
 	.detach = kernel_detach,
 	.alloc = kernel_alloc,
 	.free = kernel_free,
+	.copy = kernel_copy,
+	.populate = kernel_populate,
+	.prep = kernel_prep,
 };

@@ -104,7 +104,8 @@ static int shm_alloc(size_t size, unsigned int flags, void **addr)
 const struct xpmem_lib_backend xpmem_lib_shm_backend = {
 	.id = XPMEM_EXT_BACKEND_SHM,
 	.features = XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
-		    XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS,
+		    XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
+		    XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING,
 	.version = shm_version,
 	.make = shm_make,
 	.remove = xpmem_lib_shm_remove,
@@ -116,4 +117,7 @@ const struct xpmem_lib_backend xpmem_lib_shm_backend = {
 	.detach = xpmem_lib_shm_detach,
 	.alloc = shm_alloc,
 	.free = xpmem_lib_shm_free,
+	.copy = xpmem_lib_shm_copy,
+	.populate = xpmem_lib_shm_populate,
+	.prep = xpmem_lib_shm_prep,
 };

@@ -117,6 +117,7 @@ struct attachment {
 	char *addr;
 	size_t size;
 	xpmem_apid_t apid;
+	int writable;
 };
 
 /* Where the registry of the owner with this (/proc) pid was last found. */
@@ -1053,6 +1054,7 @@ int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 	a->addr = m;
 	a->size = size;
 	a->apid = apid;
+	a->writable = prot & PROT_WRITE;
 	a->next = attachments;
 	attachments = a;
 	*addr = m;
@@ -1085,5 +1087,222 @@ int xpmem_lib_shm_detach(void *vaddr)
 		xpmem_lib_log("detach %p: not an attachment", vaddr);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/*
+ * Copies: the segment is bytes [offset, offset + size) of the permit's
+ * object, so a copy is a pread/pwrite of the object (one copy, as
+ * through the kernel's permit).  Hugetlb objects cannot be written that
+ * way: their range is mapped and copied instead.
+ */
+
+/*
+ * What a copy of @total bytes at segment offset @off through @apid may
+ * touch: the object (a descriptor of the caller's own in *@fd) and where
+ * the range starts in it.  -ENOENT, -EINVAL, -EACCES as the kernel says.
+ */
+static int copy_target(xpmem_apid_t apid, uint64_t off, uint64_t total,
+		       int to, int dup_fd, int *fd, uint64_t *objoff,
+		       uint64_t *page)
+{
+	struct shm_reg_slot s;
+	struct permit *p;
+	int ret = 0;
+
+	pthread_mutex_lock(&peer_lock);
+	p = permit_find_locked(apid);
+	if (!p) {
+		ret = -ENOENT;
+		goto unlock;
+	}
+	if (!owner_alive(p) || read_slot(p->regfd, p->slot, &s) ||
+	    s.segid != (uint64_t)p->segid) {
+		xpmem_lib_log("copy: segment was removed or its owner exited");
+		ret = -ENOENT;
+		goto unlock;
+	}
+	if (off > p->size || total > p->size - off) {
+		xpmem_lib_log("copy: %#llx bytes at %#llx outside the %#llx-byte "
+			      "segment", (unsigned long long)total,
+			      (unsigned long long)off,
+			      (unsigned long long)p->size);
+		ret = -EINVAL;
+		goto unlock;
+	}
+	if (to && p->flags == XPMEM_RDONLY) {
+		xpmem_lib_log("copy: COPY_TO through a read-only permit");
+		ret = -EACCES;
+		goto unlock;
+	}
+	*fd = dup_fd ? fcntl(p->objfd, F_DUPFD_CLOEXEC, 0) : p->objfd;
+	if (*fd < 0)
+		ret = -errno;
+	*objoff = p->offset + off;
+	*page = p->page;
+unlock:
+	pthread_mutex_unlock(&peer_lock);
+	return ret;
+}
+
+/* Copy through a mapping of the object's pages (hugetlb objects). */
+static ssize_t copy_mapped(int fd, int to, char *buf, size_t len,
+			   uint64_t objoff, uint64_t page)
+{
+	uint64_t start = objoff & ~(page - 1);
+	size_t span = (size_t)((objoff + len + page - 1) / page * page - start);
+	char *m = mmap(NULL, span, to ? PROT_READ | PROT_WRITE : PROT_READ,
+		       MAP_SHARED, fd, (off_t)start);
+
+	if (m == MAP_FAILED)
+		return -errno;
+	if (to)
+		memcpy(m + (objoff - start), buf, len);
+	else
+		memcpy(buf, m + (objoff - start), len);
+	munmap(m, span);
+	return (ssize_t)len;
+}
+
+/* One local buffer: all of it, or the bytes before an error. */
+static ssize_t copy_one(int fd, int to, char *buf, size_t len,
+			uint64_t objoff, uint64_t page)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = to ? pwrite(fd, buf + done, len - done,
+				(off_t)(objoff + done)) :
+			 pread(fd, buf + done, len - done,
+			       (off_t)(objoff + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EINVAL && !done)
+			return copy_mapped(fd, to, buf, len, objoff, page);
+		if (n < 0)
+			return done ? (ssize_t)done : -errno;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+#define COPY_MAX	0x7ffff000UL	/* as the kernel's MAX_RW_COUNT */
+
+ssize_t xpmem_lib_shm_copy(xpmem_apid_t apid, uint64_t off,
+			   const struct iovec *iov, int iovcnt,
+			   unsigned int flags)
+{
+	int to = flags & XPMEM_EXT_COPY_TO;
+	uint64_t total = 0, objoff, page;
+	size_t done = 0, len;
+	ssize_t n = 0;
+	int fd, i, ret;
+
+	for (i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len > COPY_MAX ? COPY_MAX : iov[i].iov_len;
+	if (total > COPY_MAX)
+		total = COPY_MAX;
+	ret = copy_target(apid, off, total, to, 1, &fd, &objoff, &page);
+	if (ret)
+		return ret;
+	for (i = 0; i < iovcnt && done < total; i++) {
+		len = iov[i].iov_len;
+		if (len > total - done)
+			len = total - done;
+		n = copy_one(fd, to, iov[i].iov_base, len, objoff + done, page);
+		if (n > 0)
+			done += (size_t)n;
+		if (n < 0 || (size_t)n < len)
+			break;
+	}
+	close(fd);
+	return done ? (ssize_t)done : n;
+}
+
+/* The attachment holding [addr, addr + len), or NULL; under peer_lock. */
+static struct attachment *attachment_covering(const char *addr, size_t len)
+{
+	struct attachment *a;
+
+	for (a = attachments; a; a = a->next)
+		if (addr >= a->addr && len <= a->size &&
+		    addr - a->addr <= (ptrdiff_t)(a->size - len))
+			return a;
+	return NULL;
+}
+
+int xpmem_lib_shm_populate(void *addr, size_t len, unsigned int flags)
+{
+	struct attachment *a;
+	int ret = 0;
+
+	pthread_mutex_lock(&peer_lock);
+	a = attachment_covering(addr, len);
+	if (!a)
+		ret = -EFAULT;
+	else if ((flags & XPMEM_EXT_POPULATE_WRITE) && !a->writable)
+		ret = -EACCES;
+	pthread_mutex_unlock(&peer_lock);
+	if (ret) {
+		xpmem_lib_log("populate %p+%#zx: %s", addr, len,
+			      ret == -EFAULT ? "not an attachment" :
+			      "read-only attachment");
+		return ret;
+	}
+	if (madvise(addr, len, flags & XPMEM_EXT_POPULATE_WRITE ?
+		    MADV_POPULATE_WRITE : MADV_POPULATE_READ))
+		xpmem_lib_log("populate %p: %s", addr, strerror(errno));
+	return 0;		/* best effort, as at attach time */
+}
+
+/*
+ * Prep for the caller's ring: a read or write of the object at the
+ * segment's place in it (the permit's descriptor, which must stay open
+ * until the completion, as the permit must); populate happens now and the
+ * SQE is a no-op.
+ */
+int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
+		       const void *arg)
+{
+	const struct xpmem_ext_copy *c = arg;
+	const struct xpmem_ext_populate *pp = arg;
+	const struct iovec *iov;
+	uint64_t total = 0, objoff, page;
+	int to, fd, ret;
+
+	if (op == XPMEM_CMD_EXT_POPULATE) {
+		ret = xpmem_lib_shm_populate((void *)(uintptr_t)pp->vaddr,
+					     pp->len, pp->flags);
+		if (!ret)
+			sqe->opcode = IORING_OP_NOP;
+		return ret;
+	}
+	to = c->flags & XPMEM_EXT_COPY_TO;
+	if (c->flags & XPMEM_EXT_COPY_IOV) {
+		iov = (const struct iovec *)(uintptr_t)c->addr;
+		for (uint64_t i = 0; i < c->len; i++)
+			total += iov[i].iov_len;
+	} else {
+		total = c->len;
+	}
+	if (total > COPY_MAX)
+		total = COPY_MAX;
+	ret = copy_target(c->apid, c->offset, total, to, 0, &fd, &objoff,
+			  &page);
+	if (ret)
+		return ret;
+	if (c->flags & XPMEM_EXT_COPY_IOV) {
+		sqe->opcode = to ? IORING_OP_WRITEV : IORING_OP_READV;
+		sqe->len = (__u32)c->len;
+	} else {
+		sqe->opcode = to ? IORING_OP_WRITE : IORING_OP_READ;
+		sqe->len = (__u32)total;
+	}
+	sqe->fd = fd;
+	sqe->addr = c->addr;
+	sqe->off = objoff;
 	return 0;
 }

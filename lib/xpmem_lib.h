@@ -14,7 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <linux/io_uring.h>
 #include <xpmem.h>
+
+/* A struct iovec is a struct xpmem_ext_iov: one array serves both. */
+_Static_assert(sizeof(struct iovec) == sizeof(struct xpmem_ext_iov),
+	       "iovec layout");
 
 #define XPMEM_EXPORT __attribute__((visibility("default")))
 
@@ -74,7 +80,35 @@ struct xpmem_lib_backend {
 	int (*detach)(void *vaddr);
 	int (*alloc)(size_t size, unsigned int flags, void **addr);
 	int (*free)(void *addr);
+	/*
+	 * Copies (XPMEM_EXT_F_COPY): @iovcnt (1..XPMEM_EXT_IOV_MAX) local
+	 * buffers, @flags XPMEM_EXT_COPY_TO or 0; bytes copied or -errno.
+	 */
+	ssize_t (*copy)(xpmem_apid_t apid, uint64_t offset,
+			const struct iovec *iov, int iovcnt,
+			unsigned int flags);
+	int (*populate)(void *addr, size_t len, unsigned int flags);
+	/*
+	 * Fill @sqe (zeroed by the caller) for @op, XPMEM_CMD_EXT_COPY with
+	 * a struct xpmem_ext_copy or XPMEM_CMD_EXT_POPULATE with a struct
+	 * xpmem_ext_populate at @arg (checked by the caller for flags and
+	 * reserved fields).  0 or -errno.
+	 */
+	int (*prep)(struct io_uring_sqe *sqe, unsigned int op,
+		    const void *arg);
 };
+
+/* queue.c: the library's completion queue over a backend */
+struct xpmem_ext_queue *xpmem_lib_queue_create(
+	const struct xpmem_lib_backend *be, unsigned int depth);
+int xpmem_lib_queue_add(struct xpmem_ext_queue *q, unsigned int op,
+			const void *arg, size_t arg_len,
+			unsigned long long tag);
+int xpmem_lib_queue_submit(struct xpmem_ext_queue *q);
+int xpmem_lib_queue_reap(struct xpmem_ext_queue *q,
+			 struct xpmem_ext_completion *c, unsigned int max,
+			 int wait);
+void xpmem_lib_queue_destroy(struct xpmem_ext_queue *q);
 
 /* kernel.c: probe /dev/xpmem; 0 or -errno of the open. */
 int xpmem_lib_kernel_probe(void);

@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <liburing.h>
+#include <sys/uio.h>
 #include <xpmem.h>
 
 #include "kselftest_harness.h"
@@ -386,11 +388,12 @@ TEST_F(lib, backend_signals)
 		ASSERT_EQ(-1, xpmem_version());
 		ASSERT_EQ(ENODEV, errno);
 		/*
-		 * CROSS_USER once lib/shm.c reports it (peers of other uids
-		 * work now: xuser tests); nothing else.
+		 * CROSS_USER (peers of other uids: xuser tests), copies and
+		 * prep helpers; nothing else.
 		 */
 		ASSERT_EQ(XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
-			  XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS, f);
+			  XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
+			  XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING, f);
 		ASSERT_STREQ("shm", xpmem_ext_backend_name(self->backend));
 	} else {
 		ASSERT_LE(0, xpmem_version());
@@ -2785,6 +2788,295 @@ TEST_F(lib, first_touch_cost)
 	ksft_print_msg("first-touch shm: attachment %llu ns/page, memfd %llu "
 		       "ns/page; shm/kernel attachment ratio %.2f\n", s_att,
 		       s_memfd, att ? (double)s_att / (double)att : 0.0);
+}
+
+/* ---- copies, populate and io_uring (XPMEM_EXT_1.2) --------------------- */
+
+#define COPY_SIZE	(1024 * 1024 + 3 * 4096)
+
+/* fill()'s byte at @i of @seed: what a copy from offset @i must bring. */
+static int check_from(const unsigned char *p, size_t off, size_t len,
+		      unsigned int seed)
+{
+	for (size_t i = 0; i < len; i++) {
+		size_t j = off + i;
+
+		if (p[i] != (unsigned char)(seed + j * 7 + (j >> 12)))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A child owns COPY_SIZE bytes (fill() seed 21) exported 0600 and waits;
+ * the parent gets @flags.  The child checks, when told, that bytes
+ * [page, 2 page) hold 0x5c (exit 0) and exits.
+ */
+struct copy_owner {
+	pid_t pid;
+	int go[2], seg[2];
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+};
+
+static int copy_owner_start(struct copy_owner *o, int flags)
+{
+	if (pipe(o->go) || pipe(o->seg))
+		return -1;
+	o->pid = fork_child();
+	if (o->pid < 0)
+		return -1;
+	if (o->pid == 0) {
+		unsigned char *b = xpmem_ext_alloc(COPY_SIZE, 0);
+		xpmem_segid_t s;
+		char c;
+
+		close(o->go[1]);
+		close(o->seg[0]);
+		if (!b)
+			_exit(10);
+		fill(b, COPY_SIZE, 21);
+		s = xpmem_make(b, COPY_SIZE, XPMEM_PERMIT_MODE, (void *)0600);
+		if (s <= 0 || write_all(o->seg[1], &s, sizeof(s)))
+			_exit(11);
+		if (read(o->go[0], &c, 1) != 1)
+			_exit(12);
+		for (size_t i = page; i < 2 * page; i++)
+			if (b[i] != 0x5c)
+				_exit(13);
+		if (check_from(b + 2 * page, 2 * page, COPY_SIZE - 2 * page,
+			       21) || check(b, page, 21))
+			_exit(14);
+		_exit(CHILD_OK);
+	}
+	close(o->go[0]);
+	close(o->seg[1]);
+	if (read_all(o->seg[0], &o->segid, sizeof(o->segid)))
+		return -1;
+	o->apid = xpmem_get(o->segid, flags, XPMEM_PERMIT_MODE, NULL);
+	return o->apid > 0 ? 0 : -1;
+}
+
+/* Tell the child to check and exit; its exit status. */
+static int copy_owner_end(struct copy_owner *o)
+{
+	char c = 1;
+	int st;
+
+	if (write(o->go[1], &c, 1) != 1)
+		return -1;
+	st = wait_child(o->pid);
+	close(o->go[1]);
+	close(o->seg[0]);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+TEST_F(lib, ext_copy_features)
+{
+	unsigned long f = xpmem_ext_features();
+
+	ASSERT_NE(0, f & XPMEM_EXT_F_COPY);
+	ASSERT_NE(0, f & XPMEM_EXT_F_URING);
+}
+
+TEST_F(lib, ext_copy_both_ways)
+{
+	unsigned char *buf = anon(COPY_SIZE);
+	struct copy_owner o;
+	struct iovec iov[3];
+	xpmem_apid_t ro;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, copy_owner_start(&o, XPMEM_RDWR));
+	/* unaligned, the whole, and vectored reads */
+	ASSERT_EQ(COPY_SIZE - 5,
+		  xpmem_ext_copy(o.apid, 3, buf, COPY_SIZE - 5, 0));
+	ASSERT_EQ(0, check_from(buf, 3, COPY_SIZE - 5, 21));
+	ASSERT_EQ(COPY_SIZE, xpmem_ext_copy(o.apid, 0, buf, COPY_SIZE, 0));
+	ASSERT_EQ(0, check(buf, COPY_SIZE, 21));
+	memset(buf, 0, COPY_SIZE);
+	iov[0] = (struct iovec){ buf + 1, 10 };
+	iov[1] = (struct iovec){ buf + page, 2 * page + 1 };
+	iov[2] = (struct iovec){ buf + 8 * page, 77 };
+	ASSERT_EQ(10 + 2 * page + 1 + 77,
+		  xpmem_ext_copyv(o.apid, 100, iov, 3, 0));
+	ASSERT_EQ(0, check_from(buf + 1, 100, 10, 21));
+	ASSERT_EQ(0, check_from(buf + page, 110, 2 * page + 1, 21));
+	ASSERT_EQ(0, check_from(buf + 8 * page, 111 + 2 * page, 77, 21));
+	/* rejections */
+	ASSERT_EQ(-1, xpmem_ext_copy(o.apid, COPY_SIZE - 1, buf, 2, 0));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_ext_copy(o.apid, -1, buf, 2, 0));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_ext_copy(o.apid, 0, buf, 2, 0x2));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_ext_copyv(o.apid, 0, iov, 0, 0));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_ext_copy(o.apid + 1, 0, buf, 2, 0));
+	ASSERT_EQ(ENOENT, errno);
+	ro = xpmem_get(o.segid, XPMEM_RDONLY, XPMEM_PERMIT_MODE, NULL);
+	ASSERT_LT(0, ro);
+	ASSERT_EQ(-1, xpmem_ext_copy(ro, 0, buf, page, XPMEM_EXT_COPY_TO));
+	ASSERT_EQ(EACCES, errno);
+	ASSERT_EQ((ssize_t)page, xpmem_ext_copy(ro, 0, buf, page, 0));
+	/* a write the owner checks */
+	memset(buf, 0x5c, page);
+	ASSERT_EQ((ssize_t)page,
+		  xpmem_ext_copy(o.apid, page, buf, page, XPMEM_EXT_COPY_TO));
+	ASSERT_EQ(0, copy_owner_end(&o));
+	/* the owner is gone: its segment with it */
+	ASSERT_EQ(-1, xpmem_ext_copy(o.apid, 0, buf, page, 0));
+	ASSERT_EQ(ENOENT, errno);
+	ASSERT_EQ(-1, xpmem_ext_copy(ro, 0, buf, page, 0));
+	ASSERT_EQ(ENOENT, errno);
+	xpmem_release(ro);
+	xpmem_release(o.apid);
+	munmap(buf, COPY_SIZE);
+}
+
+/* The library's queue: many copies in flight, results by tag, EBUSY. */
+TEST_F(lib, ext_queue_many_in_flight)
+{
+	static const size_t sizes[] = { 1, 4096, 65537, 300000 };
+	unsigned char *buf = anon(COPY_SIZE);
+	struct xpmem_ext_completion c[20];
+	int seen[16] = { 0 }, n, got = 0;
+	xpmem_ext_queue_t *q;
+	struct copy_owner o;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, copy_owner_start(&o, XPMEM_RDWR));
+	ASSERT_EQ(NULL, xpmem_ext_queue_create(0));
+	ASSERT_EQ(EINVAL, errno);
+	q = xpmem_ext_queue_create(16);
+	ASSERT_NE(NULL, q);
+	for (int i = 0; i < 16; i++) {
+		size_t off = (size_t)i * 65536, len = sizes[i % 4];
+
+		if (off + len > COPY_SIZE)
+			len = COPY_SIZE - off;
+		ASSERT_EQ(0, xpmem_ext_queue_copy(q, o.apid, (off_t)off,
+						  buf + off, len, 0,
+						  1000 + i));
+	}
+	/* full: the 17th waits for a slot */
+	ASSERT_EQ(-1, xpmem_ext_queue_copy(q, o.apid, 0, buf, 1, 0, 99));
+	ASSERT_EQ(EBUSY, errno);
+	ASSERT_EQ(16, xpmem_ext_queue_submit(q));
+	while (got < 16) {
+		n = xpmem_ext_queue_reap(q, c, 20, 1);
+		ASSERT_LT(0, n);
+		for (int k = 0; k < n; k++) {
+			int i = (int)c[k].tag - 1000;
+			size_t off = (size_t)i * 65536, len = sizes[i % 4];
+
+			if (off + len > COPY_SIZE)
+				len = COPY_SIZE - off;
+			ASSERT_TRUE(i >= 0 && i < 16 && !seen[i]);
+			seen[i] = 1;
+			ASSERT_EQ((long long)len, c[k].result);
+			ASSERT_EQ(0, check_from(buf + off, off, len, 21));
+		}
+		got += n;
+	}
+	ASSERT_EQ(0, xpmem_ext_queue_reap(q, c, 20, 1));
+	/* errors come back as completions too */
+	ASSERT_EQ(0, xpmem_ext_queue_copy(q, o.apid, COPY_SIZE, buf, 1, 0, 7));
+	ASSERT_EQ(1, xpmem_ext_queue_submit(q));
+	ASSERT_EQ(1, xpmem_ext_queue_reap(q, c, 1, 1));
+	ASSERT_EQ(7ULL, c[0].tag);
+	ASSERT_EQ(-EINVAL, c[0].result);
+	/* a write, vectored */
+	{
+		struct iovec iov[2] = { { buf, 100 }, { buf + 100, page - 100 } };
+
+		memset(buf, 0x5c, page);
+		ASSERT_EQ(0, xpmem_ext_queue_copyv(q, o.apid, (off_t)page, iov,
+						   2, XPMEM_EXT_COPY_TO, 8));
+		ASSERT_EQ(1, xpmem_ext_queue_submit(q));
+		ASSERT_EQ(1, xpmem_ext_queue_reap(q, c, 1, 1));
+		ASSERT_EQ((long long)page, c[0].result);
+	}
+	xpmem_ext_queue_destroy(q);
+	ASSERT_EQ(0, copy_owner_end(&o));
+	xpmem_release(o.apid);
+	munmap(buf, COPY_SIZE);
+}
+
+/* Prep helpers for the caller's own ring, and populate, on each backend. */
+TEST_F(lib, ext_prep_own_ring_and_populate)
+{
+	unsigned char *buf = anon(COPY_SIZE);
+	struct xpmem_ext_copy arg = { 0 };
+	struct xpmem_ext_populate pa = { 0 };
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct xpmem_addr addr;
+	struct io_uring ring;
+	struct copy_owner o;
+	unsigned char *at;
+	int ret;
+
+	ASSERT_NE(NULL, buf);
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret == -ENOSYS || ret == -EPERM)
+		SKIP(return, "io_uring unavailable");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, copy_owner_start(&o, XPMEM_RDWR));
+	arg.apid = o.apid;
+	arg.offset = 5;
+	arg.addr = (uintptr_t)buf;
+	arg.len = 3 * page;
+	sqe = io_uring_get_sqe(&ring);
+	ASSERT_EQ(0, xpmem_ext_prep_copy(sqe, &arg));
+	sqe->user_data = 42;
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	ASSERT_EQ(42ULL, cqe->user_data);
+	ASSERT_EQ((int)(3 * page), cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	ASSERT_EQ(0, check_from(buf, 5, 3 * page, 21));
+	/* rejected at once: a reserved word, unknown flags */
+	arg.reserved[1] = 1;
+	ASSERT_EQ(-1, xpmem_ext_prep_copy(sqe, &arg));
+	ASSERT_EQ(EINVAL, errno);
+	arg.reserved[1] = 0;
+	arg.flags = 0x100;
+	ASSERT_EQ(-1, xpmem_ext_prep_copy(sqe, &arg));
+	ASSERT_EQ(EINVAL, errno);
+	/* populate an attachment, through the ring and directly */
+	addr.apid = o.apid;
+	addr.offset = 0;
+	at = xpmem_attach(addr, COPY_SIZE & ~(page - 1), NULL);
+	ASSERT_NE((void *)-1, at);
+	pa.vaddr = (uintptr_t)at;
+	pa.len = 16 * page;
+	sqe = io_uring_get_sqe(&ring);
+	ASSERT_EQ(0, xpmem_ext_prep_populate(sqe, &pa));
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	ASSERT_EQ(0, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	ASSERT_EQ(0, check(at, 16 * page, 21));
+	ASSERT_EQ(0, xpmem_ext_populate(at, 16 * page,
+					XPMEM_EXT_POPULATE_WRITE));
+	ASSERT_EQ(-1, xpmem_ext_populate(buf, page, 0));
+	ASSERT_EQ(EFAULT, errno);
+	ASSERT_EQ(-1, xpmem_ext_populate(at, page, 0x10));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, xpmem_detach(at));
+	at = xpmem_ext_attach(addr, 4 * page, NULL, XPMEM_EXT_ATTACH_RDONLY);
+	ASSERT_NE((void *)-1, at);
+	ASSERT_EQ(-1, xpmem_ext_populate(at, page, XPMEM_EXT_POPULATE_WRITE));
+	ASSERT_EQ(EACCES, errno);
+	ASSERT_EQ(0, xpmem_detach(at));
+	memset(buf, 0x5c, page);
+	ASSERT_EQ((ssize_t)page,
+		  xpmem_ext_copy(o.apid, page, buf, page, XPMEM_EXT_COPY_TO));
+	ASSERT_EQ(0, copy_owner_end(&o));
+	xpmem_release(o.apid);
+	io_uring_queue_exit(&ring);
+	munmap(buf, COPY_SIZE);
 }
 
 TEST_HARNESS_MAIN

@@ -60,6 +60,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <liburing.h>
+
 #include "kselftest_harness.h"
 #include "xpmem_sysfs.h"
 #include "xpmem_uapi.h"
@@ -612,13 +614,14 @@ FIXTURE_TEARDOWN(stress)
 enum fz_op {
 	FZ_MAKE, FZ_MAKE_BAD, FZ_REMOVE, FZ_GET, FZ_RELEASE, FZ_ATTACH,
 	FZ_DETACH, FZ_JUNK, FZ_TOUCH, FZ_MMAP, FZ_MUNMAP, FZ_MREMAP,
-	FZ_MPROTECT, FZ_MADVISE, FZ_GUP, FZ_FORK, FZ_REOPEN, FZ_PROC, FZ_NOPS
+	FZ_MPROTECT, FZ_MADVISE, FZ_GUP, FZ_FORK, FZ_REOPEN, FZ_PROC, FZ_COPY,
+	FZ_NOPS
 };
 
 static const char *const fz_names[FZ_NOPS] = {
 	"make", "make-bad", "remove", "get", "release", "attach", "detach",
 	"junk-ioctl", "touch", "mmap", "munmap", "mremap", "mprotect",
-	"madvise", "gup", "fork", "reopen", "proc-read",
+	"madvise", "gup", "fork", "reopen", "proc-read", "copy",
 };
 
 /*
@@ -626,7 +629,8 @@ static const char *const fz_names[FZ_NOPS] = {
  * on the debug kernel under TCG; mmap and touch (faults) come next.
  */
 static const unsigned short fz_weight[FZ_NOPS] = {
-	70, 60, 55, 110, 45, 120, 68, 60, 150, 40, 35, 25, 40, 60, 40, 0, 2, 20,
+	70, 60, 55, 110, 45, 100, 68, 60, 130, 40, 35, 25, 40, 60, 40, 0, 2, 20,
+	40,
 };
 
 struct fz_segslot {
@@ -655,7 +659,7 @@ struct fz_shared {
 	struct fz_procinfo procs[FZ_MAXPROCS];
 	long ops[FZ_NOPS], ok[FZ_NOPS], ns[FZ_NOPS];
 	long touches, sigbus, sigsegv, refused, selfmaps, forks, child_touches;
-	long ext_attaches, ext_makes, ext_gets;
+	long ext_attaches, ext_makes, ext_gets, ext_copies, uring_cmds;
 	int secretmem;
 	uint64_t crash_addr[FZ_MAXPROCS];
 	int failed;
@@ -708,7 +712,9 @@ struct fz {
 	long opi;
 	long ops[FZ_NOPS], ok[FZ_NOPS], ns[FZ_NOPS];
 	long touches, sigbus, sigsegv, refused, selfmaps, forks;
-	long ext_attaches, ext_makes, ext_gets;
+	long ext_attaches, ext_makes, ext_gets, ext_copies, uring_cmds;
+	struct io_uring ring;
+	int have_ring;
 };
 
 static struct fz F;
@@ -2241,6 +2247,152 @@ static int fz_pick_op(struct fz *f)
 	return FZ_TOUCH;	/* not reached */
 }
 
+/*
+ * EXT_COPY (or EXT_POPULATE) with a random permit, range, local buffer
+ * and flags, through the ioctl or, in batches of up to four, through the
+ * worker's io_uring.  The local side of a copy from a segment is the
+ * worker's scratch buffer (valid), one of its PROT_NONE or read-only
+ * pages, or a kernel address; of a copy to a segment (only where the
+ * segment's bytes are arena pages), any arena page.
+ * What must fail: a bad flag or reserved word, a permit that is not
+ * ours, COPY_TO through a read-only one.  A copy never reports more
+ * bytes than asked for.
+ */
+static void op_copy(struct fz *f)
+{
+	struct xpmem_ext_copy x[4];
+	struct xpmem_ext_populate pp[4];
+	int must_fail[4], pop[4], n = 1, i, pi;
+	struct io_uring_cqe *cqe;
+	int ring = f->have_ring && chance(&f->r, 40);
+	uint64_t want[4];
+	long r;
+
+	if (ring)
+		n = 1 + rnd(&f->r, 4);
+	for (i = 0; i < n; i++) {
+		struct fz_perm *pm = NULL;
+		uint64_t len = 1 + rnd(&f->r, 4 * PG);
+
+		memset(&x[i], 0, sizeof(x[i]));
+		memset(&pp[i], 0, sizeof(pp[i]));
+		must_fail[i] = 0;
+		pop[i] = chance(&f->r, 15);
+		if (pop[i]) {
+			long p = fz_find(f, chance(&f->r, 70) ? PK_ATT : -1, -1);
+
+			if (p < 0)
+				p = rnd(&f->r, FZ_PAGES);
+			pp[i].vaddr = (uintptr_t)pg_addr(f, p);
+			pp[i].len = (1 + rnd(&f->r, 8)) * PG;
+			pp[i].flags = rnd(&f->r, 2);
+			if (chance(&f->r, 5)) {
+				pp[i].flags |= 2;
+				must_fail[i] = 1;
+			}
+			continue;
+		}
+		pi = chance(&f->r, 85) ? FZ_PICK(f, f->perm) : -1;
+		if (pi >= 0) {
+			pm = &f->perm[pi];
+			x[i].apid = pm->apid;
+		} else {
+			x[i].apid = chance(&f->r, 50) ? fz_guess(f) :
+				    f->sh->apids[rnd(&f->r, FZ_SLOTS)].apid;
+			pi = fz_own_perm(f, x[i].apid);
+			pm = pi < 0 ? NULL : &f->perm[pi];
+			must_fail[i] = !pm;
+		}
+		x[i].offset = pm && chance(&f->r, 90) && pm->slen > len ?
+			rnd(&f->r, (pm->slen - len) < (1UL << 30) ?
+			    pm->slen - len : 1UL << 30) :
+			rnd(&f->r, 1UL << 40);
+		x[i].len = len;
+		/*
+		 * Writes go only into arena memory: a segment may be a whole
+		 * address space, and a random offset into it the owner's
+		 * stack.  A permit that is not ours writes nothing (EACCES).
+		 */
+		if (chance(&f->r, 50) &&
+		    (!pm || in_arena(f, pm->svaddr + x[i].offset, len))) {
+			x[i].flags = XPMEM_EXT_COPY_TO;
+			x[i].addr = (uintptr_t)pg_addr(f, rnd(&f->r, FZ_PAGES));
+			if (pm && !pm->rdwr)
+				must_fail[i] = 1;
+		} else {
+			switch (rnd(&f->r, 8)) {
+			case 0:
+				x[i].addr = (uintptr_t)f->scr + PG;
+				break;
+			case 1:
+				x[i].addr = (uintptr_t)f->scr + 2 * PG;
+				break;
+			case 2:
+				x[i].addr = KADDR;
+				break;
+			default:
+				x[i].addr = (uintptr_t)f->buf;
+				break;
+			}
+		}
+		if (chance(&f->r, 5)) {
+			x[i].flags |= 0x4U << rnd(&f->r, 29);
+			must_fail[i] = 1;
+		}
+		if (chance(&f->r, 5)) {
+			x[i].reserved[rnd(&f->r, 3)] = 1;
+			must_fail[i] = 1;
+		}
+	}
+	f->ext_copies += n;
+	f->ops[f->op] += n - 1;		/* counted per command */
+	for (i = 0; i < n; i++) {
+		want[i] = pop[i] ? 0 : x[i].len;
+		if (!ring) {
+			r = xp_ioctl(f->fd, pop[i] ? XPMEM_CMD_EXT_POPULATE :
+				     XPMEM_CMD_EXT_COPY,
+				     pop[i] ? (void *)&pp[i] : (void *)&x[i]);
+			if (r > (long)want[i])
+				fz_fail(f, "EXT_COPY of %llu bytes returned %ld",
+					(unsigned long long)want[i], r);
+			fz_check(f, r, must_fail[i], "EXT_COPY");
+			continue;
+		}
+		{
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&f->ring);
+
+			if (!sqe)
+				fz_fail(f, "no free SQE in an idle ring");
+			memset(sqe, 0, sizeof(*sqe));
+			sqe->opcode = IORING_OP_URING_CMD;
+			sqe->fd = f->fd;
+			sqe->cmd_op = pop[i] ? XPMEM_CMD_EXT_POPULATE :
+				      XPMEM_CMD_EXT_COPY;
+			sqe->addr3 = pop[i] ? (uintptr_t)&pp[i] :
+				     (uintptr_t)&x[i];
+			sqe->user_data = i;
+		}
+	}
+	if (!ring)
+		return;
+	f->uring_cmds += n;
+	if (io_uring_submit(&f->ring) != n)
+		fz_fail(f, "io_uring_submit of %d xpmem commands failed", n);
+	for (i = 0; i < n; i++) {
+		if (io_uring_wait_cqe(&f->ring, &cqe))
+			fz_fail(f, "io_uring_wait_cqe failed");
+		r = cqe->res;
+		if (cqe->user_data >= (uint64_t)n)
+			fz_fail(f, "CQE with unknown tag %llu",
+				(unsigned long long)cqe->user_data);
+		if (r > (long)want[cqe->user_data])
+			fz_fail(f, "ring EXT_COPY of %llu bytes returned %ld",
+				(unsigned long long)want[cqe->user_data], r);
+		fz_check(f, r, must_fail[cqe->user_data], "ring EXT_COPY");
+		io_uring_cqe_seen(&f->ring, cqe);
+	}
+}
+
 static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 		     uint64_t seed, long nops)
 {
@@ -2286,6 +2438,7 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 	}
 	if (f->secretfd >= 0)
 		sh->secretmem = 1;
+	f->have_ring = !io_uring_queue_init(8, &f->ring, 0);
 	sh->procs[id].pid = f->pid;
 	sh->procs[id].uid = f->uid;
 	sh->procs[id].addr[0] = (uintptr_t)&frame;
@@ -2357,6 +2510,9 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 		case FZ_PROC:
 			op_proc(f);
 			break;
+		case FZ_COPY:
+			op_copy(f);
+			break;
 		}
 		f->ns[op] += now_ns() - t;
 	}
@@ -2386,6 +2542,8 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 	__atomic_fetch_add(&sh->ext_attaches, f->ext_attaches, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&sh->ext_makes, f->ext_makes, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&sh->ext_gets, f->ext_gets, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sh->ext_copies, f->ext_copies, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sh->uring_cmds, f->uring_cmds, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -2473,8 +2631,10 @@ TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 	     "memfd_secret owner memory: %s", sh->touches, sh->child_touches,
 	     sh->sigbus, sh->sigsegv, sh->refused, sh->selfmaps, sh->forks,
 	     sh->secretmem ? "yes" : "no (unavailable)");
-	note("  EXT_ATTACH %ld, EXT_MAKE %ld, EXT_GET %ld (random options)",
-	     sh->ext_attaches, sh->ext_makes, sh->ext_gets);
+	note("  EXT_ATTACH %ld, EXT_MAKE %ld, EXT_GET %ld (random options); "
+	     "EXT_COPY/EXT_POPULATE %ld, %ld of them through io_uring",
+	     sh->ext_attaches, sh->ext_makes, sh->ext_gets, sh->ext_copies,
+	     sh->uring_cmds);
 	ASSERT_EQ(0, bad);
 	ASSERT_EQ(0, sh->failed);
 	ASSERT_EQ(P.fuzz_ops <= per * n ? 1 : 0, 1);

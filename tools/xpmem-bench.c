@@ -76,7 +76,8 @@ enum metric {
 	M_LAT,
 	M_XR1, M_XR2, M_XW1, M_XW2,
 	M_MR1, M_MR2, M_MW1, M_MW2,
-	M_PVM, M_CPY,
+	M_PVM, M_CPY, M_XCOPY, M_ACOPY1, M_ACOPY4, M_ACOPY16,
+	M_ACOPY16_PVM, M_ACOPY16_XR2,
 	M_XR_12, M_XW_12, M_MR_12, M_MW_12,
 	M_R1_M, M_R2_M, M_W1_M, M_W2_M,
 	M_FR1_MIB, M_FW1_MIB, M_PG_R1_MIB, M_HUGE_R1, M_HUGE_W1,
@@ -109,6 +110,12 @@ static struct metric_info minfo[NMETRICS] = {
 	[M_MW2]       = { "memfd_write2", "memfd write 2nd", "MiB/s", 1, 0 },
 	[M_PVM]       = { "process_vm_readv", "process_vm_readv", "MiB/s", 1, 0 },
 	[M_CPY]       = { "memcpy", "memcpy (local)", "MiB/s", 1, 0 },
+	[M_XCOPY]     = { "xpmem_copy", "xpmem_ext_copy", "MiB/s", 1, 0 },
+	[M_ACOPY1]    = { "async_copy_1", "async copy, 1 in flight", "MiB/s", 1, 0 },
+	[M_ACOPY4]    = { "async_copy_4", "async copy, 4 in flight", "MiB/s", 1, 0 },
+	[M_ACOPY16]   = { "async_copy_16", "async copy, 16 in flight", "MiB/s", 1, 0 },
+	[M_ACOPY16_PVM] = { "async_copy_16_over_pvm", "async16/process_vm_readv", "x", 1, 0 },
+	[M_ACOPY16_XR2] = { "async_copy_16_over_read2", "async16/xpmem read 2nd", "x", 1, 0 },
 	[M_XR_12]     = { "xpmem_read1_over_read2", "xpmem read 1st/2nd", "x", 1, 0 },
 	[M_XW_12]     = { "xpmem_write1_over_write2", "xpmem write 1st/2nd", "x", 1, 0 },
 	[M_MR_12]     = { "memfd_read1_over_read2", "memfd read 1st/2nd", "x", 1, 0 },
@@ -519,6 +526,103 @@ bad_data:
  * 64, 1 MiB in all) and the other passes repeated on the mapped range
  * (1 MiB in all); every number is per pass.
  */
+/*
+ * Copies of @size bytes from segment offset 0 into @dst with at most
+ * @depth in flight through the library's queue, @n in all.  The time per
+ * copy in ns, or a negative number on error.
+ */
+static double queued_copies(xpmem_ext_queue_t *q, xpmem_apid_t apid,
+			    char *dst, size_t size, size_t n,
+			    unsigned int depth)
+{
+	struct xpmem_ext_completion c[16];
+	size_t issued = 0, done = 0;
+	double t0 = now_ns();
+	int got, i;
+
+	while (done < n) {
+		while (issued < n && issued - done < depth) {
+			if (xpmem_ext_queue_copy(q, apid, 0, dst, size, 0,
+						 issued))
+				return -1;
+			issued++;
+		}
+		if (xpmem_ext_queue_submit(q) < 0)
+			return -1;
+		got = xpmem_ext_queue_reap(q, c, 16, 1);
+		if (got <= 0)
+			return -1;
+		for (i = 0; i < got; i++)
+			if (c[i].result != (long long)size) {
+				errno = c[i].result < 0 ? (int)-c[i].result : EIO;
+				return -1;
+			}
+		done += (size_t)got;
+	}
+	return (now_ns() - t0) / n;
+}
+
+/*
+ * xpmem_ext_copy (synchronous) and the queue with 1, 4 and 16 copies in
+ * flight, each copy the whole @size; at least as many copies as are in
+ * flight, and at most 256 MiB per measurement.  Checked: the bytes a
+ * synchronous copy brings.
+ */
+static int async_copies(const struct job *job, int kind, size_t size,
+			size_t inner, char *dst, double *v, int rep,
+			int repeats)
+{
+	static const unsigned int depth[3] = { 1, 4, 16 };
+	static const int metric[3] = { M_ACOPY1, M_ACOPY4, M_ACOPY16 };
+	size_t cap = size >= 256 * MIB ? 1 : 256 * MIB / size, n, k;
+	xpmem_ext_queue_t *q;
+	xpmem_apid_t apid;
+	double t0, t;
+	int d;
+
+#define V(metric) v[(metric) * repeats + rep]
+	if (!(xpmem_ext_features() & XPMEM_EXT_F_COPY)) {
+		for (d = 0; d < 3; d++)
+			V(metric[d]) = NaN;
+		V(M_XCOPY) = V(M_ACOPY16_PVM) = V(M_ACOPY16_XR2) = NaN;
+		return 0;
+	}
+	apid = xpmem_get(job->segid, XPMEM_RDONLY, XPMEM_PERMIT_MODE, NULL);
+	if (apid == -1)
+		return afail("xpmem_get");
+	memset(dst, 0, size);
+	t0 = now_ns();
+	for (k = 0; k < inner; k++)
+		if (xpmem_ext_copy(apid, 0, dst, size, 0) != (ssize_t)size)
+			return afail("xpmem_ext_copy");
+	t = now_ns() - t0;
+	if (read_pass(dst, size) != expected_sum(size)) {
+		fprintf(stderr, "xpmem-bench: attacher: xpmem_ext_copy %s %zu bytes: data differs from what the owner wrote\n",
+			kind_name[kind], size);
+		return 1;
+	}
+	V(M_XCOPY) = mibps(size, t / inner);
+	q = xpmem_ext_queue_create(16);
+	if (!q)
+		return afail("xpmem_ext_queue_create");
+	for (d = 0; d < 3; d++) {
+		n = inner > depth[d] ? inner : depth[d];
+		if (n > cap)
+			n = cap;
+		t = queued_copies(q, apid, dst, size, n, depth[d]);
+		if (t < 0) {
+			xpmem_ext_queue_destroy(q);
+			return afail("queued xpmem_ext_copy");
+		}
+		V(metric[d]) = mibps(size, t);
+	}
+	xpmem_ext_queue_destroy(q);
+	if (xpmem_release(apid))
+		return afail("xpmem_release");
+#undef V
+	return 0;
+}
+
 static int attacher_repeat(const struct job *job, int kind, size_t size,
 			   size_t maplen, int memfd, pid_t owner, int rep,
 			   int repeats, char *dst, const char *src, double *v,
@@ -607,12 +711,17 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 		V(M_PVM) = mibps(size, t / inner);
 	}
 
+	/* the same range through the permit: xpmem_ext_copy, then queued */
+	if (async_copies(job, kind, size, inner, dst, v, rep, repeats))
+		return 1;
+
 	/* local memcpy between two populated buffers of the attacher */
 	t0 = now_ns();
 	for (k = 0; k < inner; k++)
 		memcpy(dst, src, size);
 	V(M_CPY) = mibps(size, (now_ns() - t0) / inner);
 
+	V(M_ACOPY16_PVM) = V(M_ACOPY16) / V(M_PVM);
 	V(M_XR1) = mibps(size, r1);
 	V(M_XR2) = mibps(size, r2);
 	V(M_XW1) = mibps(size, w1);
@@ -622,6 +731,7 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 	V(M_MW1) = mibps(size, m_w1);
 	V(M_MW2) = mibps(size, m_w2);
 	/* ratios of times, per repeat: < 1 means the first one is faster */
+	V(M_ACOPY16_XR2) = V(M_ACOPY16) / V(M_XR2);
 	V(M_XR_12) = r1 / r2;
 	V(M_XW_12) = w1 / w2;
 	V(M_MR_12) = m_r1 / m_r2;
