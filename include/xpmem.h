@@ -294,7 +294,7 @@ int xpmem_ext_prep_populate(struct io_uring_sqe *sqe,
  * and permits must stay valid until the operation's completion.  A queue
  * belongs to one thread at a time and is not inherited over fork().
  */
-typedef struct xpmem_ext_queue xpmem_ext_queue_t;
+struct xpmem_ext_queue;
 
 struct xpmem_ext_completion {
 	unsigned long long tag;		/* as queued */
@@ -302,34 +302,36 @@ struct xpmem_ext_completion {
 };
 
 /* At most @depth (1..4096) operations queued or in flight.  NULL/errno. */
-xpmem_ext_queue_t *xpmem_ext_queue_create(unsigned int depth);
+struct xpmem_ext_queue *xpmem_ext_queue_create(unsigned int depth);
 
 /* Queue a copy (as xpmem_ext_copy()).  0, or -1 with errno (EBUSY: full). */
-int xpmem_ext_queue_copy(xpmem_ext_queue_t *q, xpmem_apid_t apid,
+int xpmem_ext_queue_copy(struct xpmem_ext_queue *q, xpmem_apid_t apid,
 			 off_t offset, void *buf, size_t len,
 			 unsigned int flags, unsigned long long tag);
 
 /* Queue a vectored copy; @iov must stay valid until its completion. */
-int xpmem_ext_queue_copyv(xpmem_ext_queue_t *q, xpmem_apid_t apid,
+int xpmem_ext_queue_copyv(struct xpmem_ext_queue *q, xpmem_apid_t apid,
 			  off_t offset, const struct iovec *iov, int iovcnt,
 			  unsigned int flags, unsigned long long tag);
 
 /* Queue a populate (as xpmem_ext_populate()). */
-int xpmem_ext_queue_populate(xpmem_ext_queue_t *q, void *addr, size_t len,
-			     unsigned int flags, unsigned long long tag);
+int xpmem_ext_queue_populate(struct xpmem_ext_queue *q, void *addr,
+			     size_t len, unsigned int flags,
+			     unsigned long long tag);
 
 /* Start what was queued.  Returns how many started, or -1 with errno. */
-int xpmem_ext_queue_submit(xpmem_ext_queue_t *q);
+int xpmem_ext_queue_submit(struct xpmem_ext_queue *q);
 
 /*
  * Reap up to @max completions into @c; with @wait, block until at least
  * one is there (if anything is in flight).  Returns how many, or -1/errno.
  */
-int xpmem_ext_queue_reap(xpmem_ext_queue_t *q, struct xpmem_ext_completion *c,
-			 unsigned int max, int wait);
+int xpmem_ext_queue_reap(struct xpmem_ext_queue *q,
+			 struct xpmem_ext_completion *c, unsigned int max,
+			 int wait);
 
 /* Wait for what is in flight (its completions are dropped), then free. */
-void xpmem_ext_queue_destroy(xpmem_ext_queue_t *q);
+void xpmem_ext_queue_destroy(struct xpmem_ext_queue *q);
 
 #ifdef __cplusplus
 }

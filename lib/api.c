@@ -528,10 +528,11 @@ XPMEM_EXPORT int xpmem_ext_prep_populate(struct io_uring_sqe *sqe,
 		    arg && check_populate_arg(arg), "xpmem_ext_prep_populate");
 }
 
-XPMEM_EXPORT xpmem_ext_queue_t *xpmem_ext_queue_create(unsigned int depth)
+XPMEM_EXPORT struct xpmem_ext_queue *
+xpmem_ext_queue_create(unsigned int depth)
 {
 	const struct xpmem_lib_backend *b = copier();
-	xpmem_ext_queue_t *q;
+	struct xpmem_ext_queue *q;
 
 	if (!b) {
 		fail(errno, "xpmem_ext_queue_create");
@@ -547,8 +548,9 @@ XPMEM_EXPORT xpmem_ext_queue_t *xpmem_ext_queue_create(unsigned int depth)
 	return q;
 }
 
-static int queue_add(xpmem_ext_queue_t *q, unsigned int op, const void *arg,
-		     size_t len, unsigned long long tag, const char *what)
+static int queue_add(struct xpmem_ext_queue *q, unsigned int op,
+		     const void *arg, size_t len, unsigned long long tag,
+		     const char *what)
 {
 	int ret;
 
@@ -560,8 +562,9 @@ static int queue_add(xpmem_ext_queue_t *q, unsigned int op, const void *arg,
 	return 0;
 }
 
-XPMEM_EXPORT int xpmem_ext_queue_copy(xpmem_ext_queue_t *q, xpmem_apid_t apid,
-				      off_t offset, void *buf, size_t len,
+XPMEM_EXPORT int xpmem_ext_queue_copy(struct xpmem_ext_queue *q,
+				      xpmem_apid_t apid, off_t offset,
+				      void *buf, size_t len,
 				      unsigned int flags,
 				      unsigned long long tag)
 {
@@ -576,7 +579,7 @@ XPMEM_EXPORT int xpmem_ext_queue_copy(xpmem_ext_queue_t *q, xpmem_apid_t apid,
 			 "xpmem_ext_queue_copy");
 }
 
-XPMEM_EXPORT int xpmem_ext_queue_copyv(xpmem_ext_queue_t *q,
+XPMEM_EXPORT int xpmem_ext_queue_copyv(struct xpmem_ext_queue *q,
 				       xpmem_apid_t apid, off_t offset,
 				       const struct iovec *iov, int iovcnt,
 				       unsigned int flags,
@@ -595,7 +598,8 @@ XPMEM_EXPORT int xpmem_ext_queue_copyv(xpmem_ext_queue_t *q,
 			 "xpmem_ext_queue_copyv");
 }
 
-XPMEM_EXPORT int xpmem_ext_queue_populate(xpmem_ext_queue_t *q, void *addr,
+XPMEM_EXPORT int xpmem_ext_queue_populate(struct xpmem_ext_queue *q,
+					  void *addr,
 					  size_t len, unsigned int flags,
 					  unsigned long long tag)
 {
@@ -609,7 +613,7 @@ XPMEM_EXPORT int xpmem_ext_queue_populate(xpmem_ext_queue_t *q, void *addr,
 			 "xpmem_ext_queue_populate");
 }
 
-XPMEM_EXPORT int xpmem_ext_queue_submit(xpmem_ext_queue_t *q)
+XPMEM_EXPORT int xpmem_ext_queue_submit(struct xpmem_ext_queue *q)
 {
 	int ret = q ? xpmem_lib_queue_submit(q) : -EINVAL;
 
@@ -618,7 +622,7 @@ XPMEM_EXPORT int xpmem_ext_queue_submit(xpmem_ext_queue_t *q)
 	return ret;
 }
 
-XPMEM_EXPORT int xpmem_ext_queue_reap(xpmem_ext_queue_t *q,
+XPMEM_EXPORT int xpmem_ext_queue_reap(struct xpmem_ext_queue *q,
 				      struct xpmem_ext_completion *c,
 				      unsigned int max, int wait)
 {
@@ -630,7 +634,7 @@ XPMEM_EXPORT int xpmem_ext_queue_reap(xpmem_ext_queue_t *q,
 	return ret;
 }
 
-XPMEM_EXPORT void xpmem_ext_queue_destroy(xpmem_ext_queue_t *q)
+XPMEM_EXPORT void xpmem_ext_queue_destroy(struct xpmem_ext_queue *q)
 {
 	xpmem_lib_queue_destroy(q);
 }

@@ -2941,7 +2941,7 @@ TEST_F(lib, ext_queue_many_in_flight)
 	unsigned char *buf = anon(COPY_SIZE);
 	struct xpmem_ext_completion c[20];
 	int seen[16] = { 0 }, n, got = 0;
-	xpmem_ext_queue_t *q;
+	struct xpmem_ext_queue *q;
 	struct copy_owner o;
 
 	ASSERT_NE(NULL, buf);

@@ -531,7 +531,7 @@ bad_data:
  * @depth in flight through the library's queue, @n in all.  The time per
  * copy in ns, or a negative number on error.
  */
-static double queued_copies(xpmem_ext_queue_t *q, xpmem_apid_t apid,
+static double queued_copies(struct xpmem_ext_queue *q, xpmem_apid_t apid,
 			    char *dst, size_t size, size_t n,
 			    unsigned int depth)
 {
@@ -575,7 +575,7 @@ static int async_copies(const struct job *job, int kind, size_t size,
 	static const unsigned int depth[3] = { 1, 4, 16 };
 	static const int metric[3] = { M_ACOPY1, M_ACOPY4, M_ACOPY16 };
 	size_t cap = size >= 256 * MIB ? 1 : 256 * MIB / size, n, k;
-	xpmem_ext_queue_t *q;
+	struct xpmem_ext_queue *q;
 	xpmem_apid_t apid;
 	double t0, t;
 	int d;
