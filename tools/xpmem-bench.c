@@ -76,8 +76,8 @@ enum metric {
 	M_LAT,
 	M_XR1, M_XR2, M_XW1, M_XW2,
 	M_MR1, M_MR2, M_MW1, M_MW2,
-	M_PVM, M_CPY, M_XCOPY, M_ACOPY1, M_ACOPY4, M_ACOPY16,
-	M_ACOPY16_PVM, M_ACOPY16_XR2,
+	M_PVM, M_CPY, M_XMCPY2, M_XCOPY, M_ACOPY1, M_ACOPY4, M_ACOPY16,
+	M_ACOPY16_PVM, M_ACOPY16_XMC2,
 	M_XR_12, M_XW_12, M_MR_12, M_MW_12,
 	M_R1_M, M_R2_M, M_W1_M, M_W2_M,
 	M_FR1_MIB, M_FW1_MIB, M_PG_R1_MIB, M_HUGE_R1, M_HUGE_W1,
@@ -110,12 +110,13 @@ static struct metric_info minfo[NMETRICS] = {
 	[M_MW2]       = { "memfd_write2", "memfd write 2nd", "MiB/s", 1, 0 },
 	[M_PVM]       = { "process_vm_readv", "process_vm_readv", "MiB/s", 1, 0 },
 	[M_CPY]       = { "memcpy", "memcpy (local)", "MiB/s", 1, 0 },
+	[M_XMCPY2]    = { "xpmem_memcpy2", "memcpy from warm att.", "MiB/s", 1, 0 },
 	[M_XCOPY]     = { "xpmem_copy", "xpmem_ext_copy", "MiB/s", 1, 0 },
 	[M_ACOPY1]    = { "async_copy_1", "async copy, 1 in flight", "MiB/s", 1, 0 },
 	[M_ACOPY4]    = { "async_copy_4", "async copy, 4 in flight", "MiB/s", 1, 0 },
 	[M_ACOPY16]   = { "async_copy_16", "async copy, 16 in flight", "MiB/s", 1, 0 },
 	[M_ACOPY16_PVM] = { "async_copy_16_over_pvm", "async16/process_vm_readv", "x", 1, 0 },
-	[M_ACOPY16_XR2] = { "async_copy_16_over_read2", "async16/xpmem read 2nd", "x", 1, 0 },
+	[M_ACOPY16_XMC2] = { "async_copy_16_over_memcpy2", "async16/memcpy warm", "x", 1, 0 },
 	[M_XR_12]     = { "xpmem_read1_over_read2", "xpmem read 1st/2nd", "x", 1, 0 },
 	[M_XW_12]     = { "xpmem_write1_over_write2", "xpmem write 1st/2nd", "x", 1, 0 },
 	[M_MR_12]     = { "memfd_read1_over_read2", "memfd read 1st/2nd", "x", 1, 0 },
@@ -563,10 +564,11 @@ static double queued_copies(struct xpmem_ext_queue *q, xpmem_apid_t apid,
 }
 
 /*
- * xpmem_ext_copy (synchronous) and the queue with 1, 4 and 16 copies in
- * flight, each copy the whole @size; at least as many copies as are in
- * flight, and at most 256 MiB per measurement.  Checked: the bytes a
- * synchronous copy brings.
+ * memcpy out of a warm attachment, xpmem_ext_copy (synchronous) and the
+ * queue with 1, 4 and 16 copies in flight, each copy the whole @size; at
+ * least as many copies as are in flight, and at most 256 MiB per
+ * measurement.  Checked: the bytes the attachment and a synchronous copy
+ * bring.
  */
 static int async_copies(const struct job *job, int kind, size_t size,
 			size_t inner, char *dst, double *v, int rep,
@@ -584,12 +586,31 @@ static int async_copies(const struct job *job, int kind, size_t size,
 	if (!(xpmem_ext_features() & XPMEM_EXT_F_COPY)) {
 		for (d = 0; d < 3; d++)
 			V(metric[d]) = NaN;
-		V(M_XCOPY) = V(M_ACOPY16_PVM) = V(M_ACOPY16_XR2) = NaN;
+		V(M_XMCPY2) = V(M_XCOPY) = NaN;
+		V(M_ACOPY16_PVM) = V(M_ACOPY16_XMC2) = NaN;
 		return 0;
 	}
 	apid = xpmem_get(job->segid, XPMEM_RDONLY, XPMEM_PERMIT_MODE, NULL);
 	if (apid == -1)
 		return afail("xpmem_get");
+	/* what a copy competes with: memcpy out of a warm attachment */
+	{
+		struct xpmem_addr addr = { .apid = apid, .offset = 0 };
+		char *a = xpmem_attach(addr, size, NULL);
+
+		if (a == (void *)-1)
+			return afail("xpmem_attach");
+		if (read_pass(a, size) != expected_sum(size)) {
+			fprintf(stderr, "xpmem-bench: attacher: attachment data differs\n");
+			return 1;
+		}
+		t0 = now_ns();
+		for (k = 0; k < inner; k++)
+			memcpy(dst, a, size);
+		V(M_XMCPY2) = mibps(size, (now_ns() - t0) / inner);
+		if (xpmem_detach(a))
+			return afail("xpmem_detach");
+	}
 	memset(dst, 0, size);
 	t0 = now_ns();
 	for (k = 0; k < inner; k++)
@@ -731,7 +752,7 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 	V(M_MW1) = mibps(size, m_w1);
 	V(M_MW2) = mibps(size, m_w2);
 	/* ratios of times, per repeat: < 1 means the first one is faster */
-	V(M_ACOPY16_XR2) = V(M_ACOPY16) / V(M_XR2);
+	V(M_ACOPY16_XMC2) = V(M_ACOPY16) / V(M_XMCPY2);
 	V(M_XR_12) = r1 / r2;
 	V(M_XW_12) = w1 / w2;
 	V(M_MR_12) = m_r1 / m_r2;
