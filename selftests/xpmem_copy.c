@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -895,6 +896,79 @@ TEST_F(copy, uring_owner_killed_mid_flight)
 	close(ch.to_child[1]);
 	close(ch.to_parent[0]);
 	io_uring_queue_exit(&ring);
+}
+
+/*
+ * The submitter is killed (SIGKILL) with large copies in flight in
+ * io_uring's workers, and with populates: nothing hangs, nothing stays
+ * pinned or referenced (the counters return, the owner's memory is
+ * intact and can be written by the owner).
+ */
+TEST_F(copy, uring_submitter_killed_mid_flight)
+{
+	struct chan ch;
+	char ready = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, chan_init(&ch));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct xpmem_ext_copy c[16];
+		struct xpmem_ext_populate p = { 0 };
+		struct io_uring ring;
+		xpmem_apid_t apid;
+		char *dst = map_anon(LEN);
+		void *va;
+		int fd = xp_open();
+
+		chan_child(&ch);
+		if (fd < 0 || !dst || io_uring_queue_init(32, &ring, 0))
+			_exit(10);
+		if (xp_get(fd, self->segid, XPMEM_RDWR, &apid) ||
+		    xp_attach(fd, apid, 0, LEN, NULL, &va))
+			_exit(11);
+		p.vaddr = (uintptr_t)va;
+		p.len = LEN;
+		for (int i = 0; i < 16; i++) {
+			c[i] = cp(apid, 0, dst, LEN,
+				  i % 2 ? XPMEM_EXT_COPY_TO : 0);
+			if (prep_cmd(&ring, fd, XPMEM_CMD_EXT_COPY, &c[i], i))
+				_exit(12);
+		}
+		if (prep_cmd(&ring, fd, XPMEM_CMD_EXT_POPULATE, &p, 16) ||
+		    io_uring_submit(&ring) != 17)
+			_exit(13);
+		if (send_msg(ch.to_parent[1], &ready, 1))
+			_exit(14);
+		for (;;)
+			pause();
+	}
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &ready, 1));
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(128 + SIGKILL, wait_child(pid));
+	close(ch.to_child[1]);
+	close(ch.to_parent[0]);
+	/*
+	 * The child's permit and attachment go with its files, which its
+	 * ring holds until io_uring's exit work (a kernel worker, after the
+	 * child is reaped) has dropped them: no event tells userspace, so
+	 * wait for the counters, at most 10 s.
+	 */
+	for (int i = 0; i < 500; i++) {
+		if (stat_read("permits") == self->permits + 2 &&
+		    stat_read("attachments") == self->atts)
+			break;
+		poll(NULL, 0, 20);
+	}
+	ASSERT_EQ(self->segs + 1, stat_read("segments"));
+	ASSERT_EQ(self->permits + 2, stat_read("permits"));
+	ASSERT_EQ(self->atts, stat_read("attachments"));
+	/* the owner's memory is still its own to write, and to copy */
+	memset(self->buf, 0x21, LEN);
+	ASSERT_EQ((long)LEN, copy_from(self->fd, self->ro, 0, self->dst, LEN));
+	ASSERT_EQ(0, all_bytes(self->dst, LEN, 0x21));
 }
 
 TEST_F(copy, counters_back_at_base)

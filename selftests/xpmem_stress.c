@@ -2307,6 +2307,14 @@ static void op_copy(struct fz *f)
 			rnd(&f->r, (pm->slen - len) < (1UL << 30) ?
 			    pm->slen - len : 1UL << 30) :
 			rnd(&f->r, 1UL << 40);
+		/* mostly where the owner has memory: its arena */
+		if (pm && chance(&f->r, 60)) {
+			uint64_t a = (uintptr_t)pg_addr(f, rnd(&f->r, FZ_PAGES)) +
+				     rnd(&f->r, PG);
+
+			if (a >= pm->svaddr && a - pm->svaddr + len <= pm->slen)
+				x[i].offset = a - pm->svaddr;
+		}
 		x[i].len = len;
 		/*
 		 * Writes go only into arena memory: a segment may be a whole
