@@ -47,7 +47,10 @@
  * Pin the owner's pages of one batch at @oaddr (at most @nr) with @gup
  * flags.  The owner's VMA at @oaddr must be one attachments may mirror;
  * a batch never crosses it, so the check and the pinning see the same
- * VMA under one hold of the lock.  Without @wait the lock is only tried.
+ * VMA under one hold of the lock.  Without @wait the lock is only tried,
+ * a fault that would wait for I/O is not started (FOLL_NOWAIT), and any
+ * failure is -EAGAIN: the worker that issues the copy again finds the
+ * real one.
  */
 static long xpmem_copy_pin(struct mm_struct *mm, unsigned long oaddr,
 			   unsigned long nr, unsigned int gup,
@@ -67,10 +70,13 @@ static long xpmem_copy_pin(struct mm_struct *mm, unsigned long oaddr,
 		n = -EFAULT;
 	} else {
 		nr = min(nr, (vma->vm_end - (oaddr & PAGE_MASK)) >> PAGE_SHIFT);
-		n = xpmem_pin_user_pages_remote(mm, oaddr & PAGE_MASK, nr, gup,
+		n = xpmem_pin_user_pages_remote(mm, oaddr & PAGE_MASK, nr,
+						gup | (wait ? 0 : FOLL_NOWAIT),
 						pages);
 	}
 	mmap_read_unlock(mm);
+	if (n <= 0 && !wait)
+		return -EAGAIN;
 	return n ? n : -EFAULT;
 }
 

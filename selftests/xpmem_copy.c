@@ -732,6 +732,31 @@ TEST_F(copy, uring_errors_in_cqes)
 	io_uring_queue_exit(&ring);
 }
 
+/*
+ * Small copies (tried inline first) that meet an owner hole: the
+ * completion carries what the ioctl returns, a short count or EFAULT.
+ */
+TEST_F(copy, uring_small_copies_at_a_hole)
+{
+	struct xpmem_ext_copy shortc = cp(self->ro, 19 * PAGE, self->dst,
+					  2 * PAGE, 0);
+	struct xpmem_ext_copy holec = cp(self->ro, 20 * PAGE, self->dst,
+					 PAGE, 0);
+	struct io_uring ring;
+	int res[2];
+
+	RING_SKIP_UNLESS(&ring);
+	ASSERT_EQ(0, munmap(self->buf + 20 * PAGE, PAGE));
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &shortc, 0));
+	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &holec, 1));
+	ASSERT_EQ(2, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 2, res, 2));
+	ASSERT_EQ((int)PAGE, res[0]);
+	ASSERT_EQ(-EFAULT, res[1]);
+	ASSERT_EQ(0, check_at(self->dst, 19 * PAGE, PAGE, 31));
+	io_uring_queue_exit(&ring);
+}
+
 /* A ring command against a removed segment, and after the owner exits. */
 TEST_F(copy, uring_removed_segment_and_exited_owner)
 {
