@@ -154,11 +154,11 @@ static int xpmem_copy_import(const struct xpmem_ext_copy *cmd,
 			     struct iov_iter *iter)
 {
 	unsigned int dir = (cmd->flags & XPMEM_EXT_COPY_TO) ? WRITE : READ;
-	struct xpmem_ext_iov __user *uiov = u64_to_user_ptr(cmd->addr);
 	unsigned long nr = 1, i;
 	size_t total = 0;
-	struct xpmem_ext_iov e;
 
+	/* struct xpmem_ext_iov is a 64-bit struct iovec: copied as one */
+	BUILD_BUG_ON(sizeof(struct xpmem_ext_iov) != sizeof(struct iovec));
 	*alloc = NULL;
 	if (cmd->flags & XPMEM_EXT_COPY_IOV) {
 		nr = cmd->len;
@@ -170,21 +170,19 @@ static int xpmem_copy_import(const struct xpmem_ext_copy *cmd,
 				return -ENOMEM;
 			iov = *alloc;
 		}
+		if (copy_from_user(iov, u64_to_user_ptr(cmd->addr),
+				   nr * sizeof(*iov)))
+			return -EFAULT;
+	} else {
+		iov[0].iov_base = u64_to_user_ptr(cmd->addr);
+		iov[0].iov_len = cmd->len;
 	}
 	for (i = 0; i < nr; i++) {
-		if (!(cmd->flags & XPMEM_EXT_COPY_IOV)) {
-			e.base = cmd->addr;
-			e.len = cmd->len;
-		} else if (copy_from_user(&e, &uiov[i], sizeof(e))) {
+		if (iov[i].iov_len > MAX_RW_COUNT)
+			iov[i].iov_len = MAX_RW_COUNT;
+		if (!access_ok(iov[i].iov_base, iov[i].iov_len))
 			return -EFAULT;
-		}
-		if (e.len > MAX_RW_COUNT)
-			e.len = MAX_RW_COUNT;
-		if (!access_ok(u64_to_user_ptr(e.base), e.len))
-			return -EFAULT;
-		iov[i].iov_base = u64_to_user_ptr(e.base);
-		iov[i].iov_len = e.len;
-		total += e.len;		/* nr * MAX_RW_COUNT: no overflow */
+		total += iov[i].iov_len;	/* <= 1024 * MAX_RW_COUNT */
 	}
 	iov_iter_init(iter, dir, iov, nr, total);
 	iov_iter_truncate(iter, MAX_RW_COUNT);
@@ -220,10 +218,17 @@ ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 	    cmd->reserved[0] || cmd->reserved[1] || cmd->reserved[2] ||
 	    cmd->apid <= 0)
 		return -EINVAL;
+	/* a copy a worker will do is not looked at twice */
+	if (nowait && !(cmd->flags & XPMEM_EXT_COPY_IOV) &&
+	    cmd->len > XPMEM_COPY_INLINE_MAX)
+		return -EAGAIN;
 	ret = xpmem_copy_import(cmd, fast, &alloc, &iter);
 	if (ret)
 		goto free_iov;
 	count = iov_iter_count(&iter);
+	ret = -EAGAIN;
+	if (nowait && count > XPMEM_COPY_INLINE_MAX)
+		goto free_iov;
 
 	permit = xpmem_permit_lookup(cmd->apid);
 	ret = -ENOENT;
@@ -247,9 +252,7 @@ ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 		ret = -ENOENT;
 		goto put_permit;
 	}
-	if (nowait && count > XPMEM_COPY_INLINE_MAX)
-		ret = -EAGAIN;
-	else if (!count)
+	if (!count)
 		ret = 0;
 	else
 		ret = xpmem_copy_iter(seg->mm, seg->vaddr + cmd->offset, &iter,
@@ -279,21 +282,20 @@ static int xpmem_uring_arg(struct io_uring_cmd *ioucmd, void *arg,
 	return 0;
 }
 
-static int xpmem_uring_populate(struct io_uring_cmd *ioucmd, bool nowait)
+/**
+ * xpmem_populate - EXT_POPULATE
+ * @cmd: the argument (xpmem_uapi.h), copied in
+ *
+ * Return: what xpmem_att_populate_range() returns, or -EINVAL for unknown
+ * flags and non-zero reserved fields.
+ */
+int xpmem_populate(const struct xpmem_ext_populate *cmd)
 {
-	struct xpmem_ext_populate cmd;
-	int ret;
-
-	ret = xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd));
-	if (ret)
-		return ret;
-	if ((cmd.flags & ~XPMEM_EXT_POPULATE_FLAGS) || cmd.reserved0 ||
-	    cmd.reserved[0] || cmd.reserved[1])
+	if ((cmd->flags & ~XPMEM_EXT_POPULATE_FLAGS) || cmd->reserved0 ||
+	    cmd->reserved[0] || cmd->reserved[1])
 		return -EINVAL;
-	if (nowait)		/* faults take locks and wait: a worker's job */
-		return -EAGAIN;
-	return xpmem_att_populate_range(cmd.vaddr, cmd.len,
-					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
+	return xpmem_att_populate_range(cmd->vaddr, cmd->len,
+					cmd->flags & XPMEM_EXT_POPULATE_WRITE);
 }
 
 /**
@@ -314,6 +316,7 @@ int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct xpmem_ctx *ctx = ioucmd->file->private_data;
 	bool nowait = issue_flags & IO_URING_F_NONBLOCK;
+	struct xpmem_ext_populate pop;
 	struct xpmem_ext_copy cmd;
 	ssize_t ret;
 
@@ -326,7 +329,11 @@ int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 			ret = xpmem_copy(ctx, &cmd, nowait);
 		return xpmem_uring_result(ioucmd, ret, issue_flags);
 	case XPMEM_CMD_EXT_POPULATE:
-		return xpmem_uring_populate(ioucmd, nowait);
+		/* faults take locks and wait: a worker's job */
+		if (nowait)
+			return -EAGAIN;
+		ret = xpmem_uring_arg(ioucmd, &pop, sizeof(pop));
+		return ret ? ret : xpmem_populate(&pop);
 	default:
 		return -ENOTTY;
 	}

@@ -332,11 +332,7 @@ static long xpmem_ioctl_ext_populate(void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	if ((cmd.flags & ~XPMEM_EXT_POPULATE_FLAGS) || cmd.reserved0 ||
-	    !xpmem_zeroed(cmd.reserved, sizeof(cmd.reserved)))
-		return -EINVAL;
-	return xpmem_att_populate_range(cmd.vaddr, cmd.len,
-					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
+	return xpmem_populate(&cmd);
 }
 
 static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)

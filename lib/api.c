@@ -286,9 +286,7 @@ XPMEM_EXPORT unsigned long xpmem_ext_features(void)
 {
 	const struct xpmem_lib_backend *b = active();
 
-	if (!b)
-		return 0;
-	return b->features | (b->more_features ? b->more_features() : 0);
+	return b ? xpmem_lib_features(b) : 0;
 }
 
 /* A key or secret: NULL and 0, or 1..@max bytes. */
@@ -417,8 +415,7 @@ static const struct xpmem_lib_backend *copier(void)
 {
 	const struct xpmem_lib_backend *b = active();
 
-	if (b && !((b->features | (b->more_features ? b->more_features() : 0)) &
-		   XPMEM_EXT_F_COPY)) {
+	if (b && !(xpmem_lib_features(b) & XPMEM_EXT_F_COPY)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -429,6 +426,9 @@ static ssize_t copyv(xpmem_apid_t apid, off_t offset, const struct iovec *iov,
 		     int iovcnt, unsigned int flags, const char *what)
 {
 	const struct xpmem_lib_backend *b = copier();
+	struct xpmem_ext_copy c = {
+		.apid = apid, .offset = (__u64)offset, .flags = flags,
+	};
 	ssize_t ret;
 
 	if (!b)
@@ -436,7 +436,16 @@ static ssize_t copyv(xpmem_apid_t apid, off_t offset, const struct iovec *iov,
 	if (apid <= 0 || offset < 0 || (flags & ~XPMEM_EXT_COPY_TO) ||
 	    iovcnt < 1 || iovcnt > XPMEM_EXT_IOV_MAX || !iov)
 		return fail(EINVAL, what);
-	ret = b->copy(apid, (uint64_t)offset, iov, iovcnt, flags);
+	/* one buffer as it is, several as an iovec array */
+	if (iovcnt == 1) {
+		c.addr = (__u64)(uintptr_t)iov[0].iov_base;
+		c.len = iov[0].iov_len;
+	} else {
+		c.addr = (__u64)(uintptr_t)iov;
+		c.len = (__u64)iovcnt;
+		c.flags |= XPMEM_EXT_COPY_IOV;
+	}
+	ret = b->copy(&c);
 	if (ret < 0)
 		return fail((int)-ret, what);
 	return ret;
@@ -497,13 +506,11 @@ static int prep(struct io_uring_sqe *sqe, unsigned int op, const void *arg,
 		int bad, const char *what)
 {
 	const struct xpmem_lib_backend *b = active();
-	unsigned long f;
 	int ret;
 
 	if (!b)
 		return fail(errno, what);
-	f = b->features | (b->more_features ? b->more_features() : 0);
-	if (!(f & XPMEM_EXT_F_URING) || !b->prep)
+	if (!(xpmem_lib_features(b) & XPMEM_EXT_F_URING) || !b->prep)
 		return fail(EOPNOTSUPP, what);
 	if (!sqe || !arg || bad)
 		return fail(EINVAL, what);

@@ -405,25 +405,13 @@ static int kernel_free(void *addr)
 	return 0;
 }
 
-/* EXT_COPY: one buffer as it is, several as an xpmem_ext_iov array. */
-static ssize_t kernel_copy(xpmem_apid_t apid, uint64_t offset,
-			   const struct iovec *iov, int iovcnt,
-			   unsigned int flags)
+/* EXT_COPY: the argument goes to the module as it is. */
+static ssize_t kernel_copy(const struct xpmem_ext_copy *arg)
 {
-	struct xpmem_ext_copy cmd = {
-		.apid = apid, .offset = offset, .flags = flags,
-	};
+	struct xpmem_ext_copy cmd = *arg;
 
 	if (!(kernel_more_features() & XPMEM_EXT_F_COPY))
 		return -EOPNOTSUPP;
-	if (iovcnt == 1) {
-		cmd.addr = (__u64)(uintptr_t)iov[0].iov_base;
-		cmd.len = iov[0].iov_len;
-	} else {
-		cmd.addr = (__u64)(uintptr_t)iov;
-		cmd.len = (__u64)iovcnt;
-		cmd.flags |= XPMEM_EXT_COPY_IOV;
-	}
 	return dev_ioctl(XPMEM_CMD_EXT_COPY, &cmd, NULL);
 }
 

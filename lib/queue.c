@@ -79,9 +79,7 @@ struct xpmem_ext_queue *xpmem_lib_queue_create(
 	for (i = 0; i < depth; i++)
 		q->slots[i].next = i + 1 < depth ? i + 1 : QUEUE_NONE;
 	q->pend_head = q->pend_tail = QUEUE_NONE;
-	if (be->prep && (be->features |
-			 (be->more_features ? be->more_features() : 0)) &
-			XPMEM_EXT_F_URING) {
+	if (be->prep && (xpmem_lib_features(be) & XPMEM_EXT_F_URING)) {
 		ret = io_uring_queue_init(depth, &q->ring, 0);
 		if (!ret)
 			q->have_ring = 1;
@@ -149,20 +147,12 @@ int xpmem_lib_queue_add(struct xpmem_ext_queue *q, unsigned int op,
 /* Without a ring: run one operation now, as the ring would have. */
 static long long queue_run(struct xpmem_ext_queue *q, struct queue_slot *s)
 {
-	const struct xpmem_ext_copy *c = &s->arg.copy;
 	const struct xpmem_ext_populate *p = &s->arg.populate;
-	struct iovec one;
 
 	if (s->op == XPMEM_CMD_EXT_POPULATE)
 		return q->be->populate((void *)(uintptr_t)p->vaddr, p->len,
 				       p->flags);
-	if (c->flags & XPMEM_EXT_COPY_IOV)
-		return q->be->copy(c->apid, c->offset,
-				   (const struct iovec *)(uintptr_t)c->addr,
-				   (int)c->len, c->flags & XPMEM_EXT_COPY_TO);
-	one.iov_base = (void *)(uintptr_t)c->addr;
-	one.iov_len = c->len;
-	return q->be->copy(c->apid, c->offset, &one, 1, c->flags);
+	return q->be->copy(&s->arg.copy);
 }
 
 int xpmem_lib_queue_submit(struct xpmem_ext_queue *q)

@@ -215,9 +215,7 @@ int xpmem_lib_shm_release(xpmem_apid_t apid);
 int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 			 void *vaddr, unsigned int flags, void **addr);
 int xpmem_lib_shm_detach(void *vaddr);
-ssize_t xpmem_lib_shm_copy(xpmem_apid_t apid, uint64_t off,
-			   const struct iovec *iov, int iovcnt,
-			   unsigned int flags);
+ssize_t xpmem_lib_shm_copy(const struct xpmem_ext_copy *c);
 int xpmem_lib_shm_populate(void *addr, size_t len, unsigned int flags);
 int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
 		       const void *arg);

@@ -1191,21 +1191,46 @@ static ssize_t copy_one(int fd, int to, char *buf, size_t len,
 
 #define COPY_MAX	0x7ffff000UL	/* as the kernel's MAX_RW_COUNT */
 
-ssize_t xpmem_lib_shm_copy(xpmem_apid_t apid, uint64_t off,
-			   const struct iovec *iov, int iovcnt,
-			   unsigned int flags)
+/*
+ * The local buffers of @c (its iovec array, or @one) into *@iov; returns
+ * their count and puts the bytes a copy moves, capped as the kernel
+ * caps them, in *@total.
+ */
+static int copy_buffers(const struct xpmem_ext_copy *c, struct iovec *one,
+			const struct iovec **iov, uint64_t *total)
 {
-	int to = flags & XPMEM_EXT_COPY_TO;
-	uint64_t total = 0, objoff, page;
+	int n = 1, i;
+
+	if (c->flags & XPMEM_EXT_COPY_IOV) {
+		*iov = (const struct iovec *)(uintptr_t)c->addr;
+		n = (int)c->len;
+	} else {
+		one->iov_base = (void *)(uintptr_t)c->addr;
+		one->iov_len = c->len;
+		*iov = one;
+	}
+	*total = 0;
+	for (i = 0; i < n; i++)
+		*total += (*iov)[i].iov_len > COPY_MAX ? COPY_MAX :
+			  (*iov)[i].iov_len;
+	if (*total > COPY_MAX)
+		*total = COPY_MAX;
+	return n;
+}
+
+ssize_t xpmem_lib_shm_copy(const struct xpmem_ext_copy *c)
+{
+	int to = c->flags & XPMEM_EXT_COPY_TO;
+	uint64_t total, objoff, page;
+	const struct iovec *iov;
+	struct iovec one;
 	size_t done = 0, len;
 	ssize_t n = 0;
-	int fd, i, ret;
+	int fd, i, iovcnt, ret;
 
-	for (i = 0; i < iovcnt; i++)
-		total += iov[i].iov_len > COPY_MAX ? COPY_MAX : iov[i].iov_len;
-	if (total > COPY_MAX)
-		total = COPY_MAX;
-	ret = copy_target(apid, off, total, to, 1, &fd, &objoff, &page);
+	iovcnt = copy_buffers(c, &one, &iov, &total);
+	ret = copy_target(c->apid, c->offset, total, to, 1, &fd, &objoff,
+			  &page);
 	if (ret)
 		return ret;
 	for (i = 0; i < iovcnt && done < total; i++) {
@@ -1270,7 +1295,8 @@ int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
 	const struct xpmem_ext_copy *c = arg;
 	const struct xpmem_ext_populate *pp = arg;
 	const struct iovec *iov;
-	uint64_t total = 0, objoff, page;
+	uint64_t total, objoff, page;
+	struct iovec one;
 	int to, fd, ret;
 
 	if (op == XPMEM_CMD_EXT_POPULATE) {
@@ -1281,15 +1307,7 @@ int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
 		return ret;
 	}
 	to = c->flags & XPMEM_EXT_COPY_TO;
-	if (c->flags & XPMEM_EXT_COPY_IOV) {
-		iov = (const struct iovec *)(uintptr_t)c->addr;
-		for (uint64_t i = 0; i < c->len; i++)
-			total += iov[i].iov_len;
-	} else {
-		total = c->len;
-	}
-	if (total > COPY_MAX)
-		total = COPY_MAX;
+	copy_buffers(c, &one, &iov, &total);
 	ret = copy_target(c->apid, c->offset, total, to, 0, &fd, &objoff,
 			  &page);
 	if (ret)

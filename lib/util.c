@@ -79,3 +79,9 @@ int xpmem_lib_in_group(gid_t gid)
 			return 1;
 	return 0;
 }
+
+/* The backend's features: its static ones and those found at run time. */
+unsigned long xpmem_lib_features(const struct xpmem_lib_backend *be)
+{
+	return be->features | (be->more_features ? be->more_features() : 0);
+}

@@ -81,12 +81,11 @@ struct xpmem_lib_backend {
 	int (*alloc)(size_t size, unsigned int flags, void **addr);
 	int (*free)(void *addr);
 	/*
-	 * Copies (XPMEM_EXT_F_COPY): @iovcnt (1..XPMEM_EXT_IOV_MAX) local
-	 * buffers, @flags XPMEM_EXT_COPY_TO or 0; bytes copied or -errno.
+	 * Copies (XPMEM_EXT_F_COPY): @arg as the module takes it (checked by
+	 * the caller for flags and reserved fields; with XPMEM_EXT_COPY_IOV
+	 * addr is a struct iovec array); bytes copied or -errno.
 	 */
-	ssize_t (*copy)(xpmem_apid_t apid, uint64_t offset,
-			const struct iovec *iov, int iovcnt,
-			unsigned int flags);
+	ssize_t (*copy)(const struct xpmem_ext_copy *arg);
 	int (*populate)(void *addr, size_t len, unsigned int flags);
 	/*
 	 * Fill @sqe (zeroed by the caller) for @op, XPMEM_CMD_EXT_COPY with
@@ -97,6 +96,9 @@ struct xpmem_lib_backend {
 	int (*prep)(struct io_uring_sqe *sqe, unsigned int op,
 		    const void *arg);
 };
+
+/* util.c: the backend's features, static ones and those found at run time */
+unsigned long xpmem_lib_features(const struct xpmem_lib_backend *be);
 
 /* queue.c: the library's completion queue over a backend */
 struct xpmem_ext_queue *xpmem_lib_queue_create(

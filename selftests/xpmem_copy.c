@@ -44,33 +44,23 @@ FIXTURE(copy)
 {
 	int fd;
 	long segs, permits, atts;
-	char *buf;			/* LEN bytes, exported as segid */
-	xpmem_segid_t segid;
-	xpmem_apid_t rw, ro;		/* permits of the test process itself */
+	struct own_seg s;		/* LEN bytes of its own, 2 permits */
 	char *dst;			/* LEN bytes of local memory */
 };
 
 FIXTURE_SETUP(copy)
 {
 	XP_FIXTURE_OPEN();
-	self->buf = map_anon(LEN);
+	ASSERT_EQ(0, own_seg_setup(self->fd, &self->s, LEN));
 	self->dst = map_anon(LEN);
-	ASSERT_NE(NULL, self->buf);
 	ASSERT_NE(NULL, self->dst);
-	fill(self->buf, LEN, 31);
-	ASSERT_EQ(0, xp_make(self->fd, self->buf, LEN, 0600, &self->segid));
-	ASSERT_EQ(0, xp_get(self->fd, self->segid, XPMEM_RDWR, &self->rw));
-	ASSERT_EQ(0, xp_get(self->fd, self->segid, XPMEM_RDONLY, &self->ro));
 }
 
 FIXTURE_TEARDOWN(copy)
 {
 	if (self->fd < 0)
 		return;
-	xp_release(self->fd, self->rw);
-	xp_release(self->fd, self->ro);
-	xp_remove(self->fd, self->segid);
-	munmap(self->buf, LEN);
+	own_seg_teardown(self->fd, &self->s);
 	munmap(self->dst, LEN);
 	close(self->fd);
 }
@@ -142,15 +132,15 @@ TEST_F(copy, rejects_each_bad_field)
 		{ (uintptr_t)self->dst, PAGE }, { (uintptr_t)self->dst, PAGE },
 	};
 
-	c = cp(self->rw, 0, self->dst, PAGE, 0x4);
+	c = cp(self->s.rw, 0, self->dst, PAGE, 0x4);
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
-	c = cp(self->rw, 0, self->dst, PAGE, 0x80000000U);
+	c = cp(self->s.rw, 0, self->dst, PAGE, 0x80000000U);
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
-	c = cp(self->rw, 0, self->dst, PAGE, 0);
+	c = cp(self->s.rw, 0, self->dst, PAGE, 0);
 	c.reserved0 = 1;
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
 	for (int i = 0; i < 3; i++) {
-		c = cp(self->rw, 0, self->dst, PAGE, 0);
+		c = cp(self->s.rw, 0, self->dst, PAGE, 0);
 		c.reserved[i] = 1;
 		ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
 	}
@@ -159,40 +149,40 @@ TEST_F(copy, rejects_each_bad_field)
 	c = cp(-1, 0, self->dst, PAGE, 0);
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
 	/* vectors: no element, too many */
-	c = cp(self->rw, 0, iov, 0, XPMEM_EXT_COPY_IOV);
+	c = cp(self->s.rw, 0, iov, 0, XPMEM_EXT_COPY_IOV);
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
-	c = cp(self->rw, 0, iov, XPMEM_EXT_IOV_MAX + 1, XPMEM_EXT_COPY_IOV);
+	c = cp(self->s.rw, 0, iov, XPMEM_EXT_IOV_MAX + 1, XPMEM_EXT_COPY_IOV);
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
 	/* ranges past the segment: offset, length, both wrapping */
-	c = cp(self->rw, LEN + 1, self->dst, 0, 0);
+	c = cp(self->s.rw, LEN + 1, self->dst, 0, 0);
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
-	c = cp(self->rw, LEN - PAGE, self->dst, PAGE + 1, 0);
+	c = cp(self->s.rw, LEN - PAGE, self->dst, PAGE + 1, 0);
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
-	c = cp(self->rw, UINT64_MAX - 10, self->dst, 100, 0);
+	c = cp(self->s.rw, UINT64_MAX - 10, self->dst, 100, 0);
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
-	c = cp(self->rw, 0, iov, 2, XPMEM_EXT_COPY_IOV);
+	c = cp(self->s.rw, 0, iov, 2, XPMEM_EXT_COPY_IOV);
 	iov[1].len = LEN;	/* PAGE + LEN > LEN */
 	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
 	/* unknown permit */
-	c = cp(self->rw + 0x10000, 0, self->dst, PAGE, 0);
+	c = cp(self->s.rw + 0x10000, 0, self->dst, PAGE, 0);
 	ASSERT_EQ(-ENOENT, ext_copy(self->fd, &c));
 	/* local buffers that are not the caller's memory */
-	c = cp(self->rw, 0, (void *)(~0UL << 47), PAGE, 0);
+	c = cp(self->s.rw, 0, (void *)(~0UL << 47), PAGE, 0);
 	ASSERT_EQ(-EFAULT, ext_copy(self->fd, &c));
-	c = cp(self->rw, 0, (void *)(~0UL << 47), 2, XPMEM_EXT_COPY_IOV);
+	c = cp(self->s.rw, 0, (void *)(~0UL << 47), 2, XPMEM_EXT_COPY_IOV);
 	ASSERT_EQ(-EFAULT, ext_copy(self->fd, &c));
 	ASSERT_EQ(-1, ioctl(self->fd, XPMEM_CMD_EXT_COPY, (void *)8));
 	ASSERT_EQ(EFAULT, errno);
 	/* nothing moved through any of these */
 	ASSERT_EQ(0, all_bytes(self->dst, 2 * PAGE, 0));
-	ASSERT_EQ(0, check(self->buf, LEN, 31));
+	ASSERT_EQ(0, check(self->s.buf, LEN, 31));
 }
 
 TEST_F(copy, zero_length_copies_nothing)
 {
-	ASSERT_EQ(0, copy_from(self->fd, self->rw, LEN, self->dst, 0));
-	ASSERT_EQ(0, copy_to(self->fd, self->rw, 0, self->dst, 0));
-	ASSERT_EQ(0, check(self->buf, LEN, 31));
+	ASSERT_EQ(0, copy_from(self->fd, self->s.rw, LEN, self->dst, 0));
+	ASSERT_EQ(0, copy_to(self->fd, self->s.rw, 0, self->dst, 0));
+	ASSERT_EQ(0, check(self->s.buf, LEN, 31));
 }
 
 TEST_F(copy, from_reads_unaligned_ranges)
@@ -202,14 +192,16 @@ TEST_F(copy, from_reads_unaligned_ranges)
 
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
 		memset(self->dst, 0, 5 * PAGE);
-		ASSERT_EQ((long)lens[i], copy_from(self->fd, self->ro, offs[i],
+		ASSERT_EQ((long)lens[i], copy_from(self->fd, self->s.ro,
+						   offs[i],
 						   self->dst + 3, lens[i]));
 		ASSERT_EQ(0, check_at(self->dst + 3, offs[i], lens[i], 31));
 		ASSERT_EQ(0, all_bytes(self->dst, 3, 0));
 		ASSERT_EQ(0, self->dst[3 + lens[i]]);
 	}
 	/* the whole segment at once */
-	ASSERT_EQ((long)LEN, copy_from(self->fd, self->rw, 0, self->dst, LEN));
+	ASSERT_EQ((long)LEN,
+		  copy_from(self->fd, self->s.rw, 0, self->dst, LEN));
 	ASSERT_EQ(0, check(self->dst, LEN, 31));
 }
 
@@ -217,20 +209,20 @@ TEST_F(copy, to_writes_the_owner)
 {
 	fill(self->dst, LEN, 77);
 	ASSERT_EQ((long)(LEN - 2 * PAGE - 3),
-		  copy_to(self->fd, self->rw, PAGE + 1, self->dst + 1,
+		  copy_to(self->fd, self->s.rw, PAGE + 1, self->dst + 1,
 			  LEN - 2 * PAGE - 3));
-	ASSERT_EQ(0, check_at(self->buf, 0, PAGE + 1, 31));
+	ASSERT_EQ(0, check_at(self->s.buf, 0, PAGE + 1, 31));
 	for (size_t i = PAGE + 1; i < LEN - PAGE - 2; i++)
-		ASSERT_EQ(self->dst[i - PAGE], self->buf[i]);
-	ASSERT_EQ(0, check_at(self->buf + LEN - PAGE - 2, LEN - PAGE - 2,
+		ASSERT_EQ(self->dst[i - PAGE], self->s.buf[i]);
+	ASSERT_EQ(0, check_at(self->s.buf + LEN - PAGE - 2, LEN - PAGE - 2,
 			      PAGE + 2, 31));
 }
 
 TEST_F(copy, to_through_rdonly_permit_eacces)
 {
 	memset(self->dst, 0x5a, PAGE);
-	ASSERT_EQ(-EACCES, copy_to(self->fd, self->ro, 0, self->dst, PAGE));
-	ASSERT_EQ(0, check(self->buf, LEN, 31));
+	ASSERT_EQ(-EACCES, copy_to(self->fd, self->s.ro, 0, self->dst, PAGE));
+	ASSERT_EQ(0, check(self->s.buf, LEN, 31));
 }
 
 TEST_F(copy, iov_gathers_and_scatters)
@@ -240,7 +232,8 @@ TEST_F(copy, iov_gathers_and_scatters)
 		{ (uintptr_t)(self->dst + 2 * PAGE), 2 * PAGE + 1 },
 		{ (uintptr_t)(self->dst + 8 * PAGE + 17), 100 },
 	};
-	struct xpmem_ext_copy c = cp(self->rw, 999, iov, 3, XPMEM_EXT_COPY_IOV);
+	struct xpmem_ext_copy c = cp(self->s.rw, 999, iov, 3,
+				     XPMEM_EXT_COPY_IOV);
 	size_t total = 3 + 2 * PAGE + 1 + 100;
 
 	ASSERT_EQ((long)total, ext_copy(self->fd, &c));
@@ -253,8 +246,8 @@ TEST_F(copy, iov_gathers_and_scatters)
 	c.flags |= XPMEM_EXT_COPY_TO;
 	c.offset = 3 * PAGE;
 	ASSERT_EQ((long)total, ext_copy(self->fd, &c));
-	ASSERT_EQ(0, all_bytes(self->buf + 3 * PAGE, total, 0xee));
-	ASSERT_EQ(0, check_at(self->buf + 3 * PAGE + total, 3 * PAGE + total,
+	ASSERT_EQ(0, all_bytes(self->s.buf + 3 * PAGE, total, 0xee));
+	ASSERT_EQ(0, check_at(self->s.buf + 3 * PAGE + total, 3 * PAGE + total,
 			      PAGE, 31));
 	/* more elements than fit on the kernel's stack, one byte each */
 	{
@@ -264,7 +257,7 @@ TEST_F(copy, iov_gathers_and_scatters)
 			many[i].base = (uintptr_t)(self->dst + 2 * i);
 			many[i].len = 1;
 		}
-		c = cp(self->ro, 0, many, XPMEM_EXT_IOV_MAX,
+		c = cp(self->s.ro, 0, many, XPMEM_EXT_IOV_MAX,
 		       XPMEM_EXT_COPY_IOV);
 		ASSERT_EQ(XPMEM_EXT_IOV_MAX, ext_copy(self->fd, &c));
 		for (int i = 0; i < XPMEM_EXT_IOV_MAX; i++)
@@ -277,18 +270,19 @@ TEST_F(copy, released_permit_and_removed_segment_enoent)
 	xpmem_segid_t segid;
 	xpmem_apid_t apid;
 
-	ASSERT_EQ(0, xp_release(self->fd, self->ro));
-	ASSERT_EQ(-ENOENT, copy_from(self->fd, self->ro, 0, self->dst, PAGE));
-	ASSERT_EQ(0, xp_get(self->fd, self->segid, XPMEM_RDONLY, &self->ro));
+	ASSERT_EQ(0, xp_release(self->fd, self->s.ro));
+	ASSERT_EQ(-ENOENT, copy_from(self->fd, self->s.ro, 0, self->dst, PAGE));
+	ASSERT_EQ(0, xp_get(self->fd, self->s.segid, XPMEM_RDONLY,
+			    &self->s.ro));
 	/* a second segment, removed while a permit to it is held */
-	ASSERT_EQ(0, xp_make(self->fd, self->buf, PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_make(self->fd, self->s.buf, PAGE, 0600, &segid));
 	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
 	ASSERT_EQ((long)PAGE, copy_from(self->fd, apid, 0, self->dst, PAGE));
 	ASSERT_EQ(0, xp_remove(self->fd, segid));
 	ASSERT_EQ(-ENOENT, copy_from(self->fd, apid, 0, self->dst, PAGE));
 	ASSERT_EQ(-ENOENT, copy_to(self->fd, apid, 0, self->dst, PAGE));
 	xp_release(self->fd, apid);
-	ASSERT_EQ(0, check(self->buf, LEN, 31));
+	ASSERT_EQ(0, check(self->s.buf, LEN, 31));
 }
 
 /* A process that did not open the device gets the classic NOPROC. */
@@ -298,11 +292,72 @@ TEST_F(copy, after_fork_noproc)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		long r = copy_from(self->fd, self->rw, 0, self->dst, PAGE);
+		long r = copy_from(self->fd, self->s.rw, 0, self->dst, PAGE);
 
 		_exit(r == -XPMEM_ERRNO_NOPROC ? 0 : 1);
 	}
 	ASSERT_EQ(0, wait_child(pid));
+}
+
+/*
+ * An owner in a child: it exports @len bytes at @buf (its own copy of
+ * them after fork) with mode 0600, sends the segid, waits for one byte
+ * and exits with what @check returns for its bytes (0 without one).
+ */
+struct owner {
+	pid_t pid;
+	struct chan ch;
+	xpmem_segid_t segid;
+};
+
+static int owner_start(struct owner *o, char *buf, size_t len,
+		       int (*check)(const char *buf, size_t len))
+{
+	char c;
+
+	if (chan_init(&o->ch))
+		return -1;
+	o->pid = fork_child();
+	if (o->pid < 0)
+		return -1;
+	if (o->pid == 0) {
+		int fd = xp_open();
+		xpmem_segid_t s;
+
+		chan_child(&o->ch);
+		if (fd < 0 || xp_make(fd, buf, len, 0600, &s) ||
+		    send_msg(o->ch.to_parent[1], &s, sizeof(s)))
+			_exit(10);
+		if (recv_msg(o->ch.to_child[0], &c, 1))
+			_exit(11);
+		_exit(check && check(buf, len) ? 12 : 0);
+	}
+	chan_parent(&o->ch);
+	return recv_msg(o->ch.to_parent[0], &o->segid, sizeof(o->segid));
+}
+
+/* Let the owner check and exit (@kill: SIGKILL it); its wait_child(). */
+static int owner_end(struct owner *o, int kill_it)
+{
+	char c = 0;
+	int st;
+
+	if (kill_it)
+		kill(o->pid, SIGKILL);
+	else
+		send_msg(o->ch.to_child[1], &c, 1);
+	st = wait_child(o->pid);
+	close(o->ch.to_child[1]);
+	close(o->ch.to_parent[0]);
+	return st;
+}
+
+/* What cross_process_then_owner_exit_enoent leaves in the owner. */
+static int written_by_peer(const char *b, size_t len)
+{
+	return check_at(b, 0, PAGE, 5) ||
+	       all_bytes(b + PAGE, len - 2 * PAGE, 0x3c) ||
+	       check_at(b + len - PAGE, len - PAGE, PAGE, 5);
 }
 
 /*
@@ -312,51 +367,24 @@ TEST_F(copy, after_fork_noproc)
 TEST_F(copy, cross_process_then_owner_exit_enoent)
 {
 	const size_t len = 1024 * 1024 + 3 * PAGE;
-	xpmem_segid_t segid;
+	char *b = map_anon(len);
+	struct owner o;
 	xpmem_apid_t apid;
-	struct chan ch;
-	char ok = 0;
-	pid_t pid;
 
-	ASSERT_EQ(0, chan_init(&ch));
-	pid = fork_child();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		int fd = xp_open();
-		char *b = map_anon(len);
-		xpmem_segid_t s;
-
-		chan_child(&ch);
-		if (fd < 0 || !b)
-			_exit(10);
-		fill(b, len, 5);
-		if (xp_make(fd, b, len, 0600, &s) ||
-		    send_msg(ch.to_parent[1], &s, sizeof(s)))
-			_exit(11);
-		/* wait for the parent's writes, then check them */
-		if (recv_msg(ch.to_child[0], &ok, 1))
-			_exit(12);
-		if (check_at(b, 0, PAGE, 5) ||
-		    all_bytes(b + PAGE, len - 2 * PAGE, 0x3c) ||
-		    check_at(b + len - PAGE, len - PAGE, PAGE, 5))
-			_exit(13);
-		_exit(0);
-	}
-	chan_parent(&ch);
-	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &segid, sizeof(segid)));
-	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_NE(NULL, b);
+	fill(b, len, 5);
+	ASSERT_EQ(0, owner_start(&o, b, len, written_by_peer));
+	munmap(b, len);
+	ASSERT_EQ(0, xp_get(self->fd, o.segid, XPMEM_RDWR, &apid));
 	ASSERT_EQ((long)len, copy_from(self->fd, apid, 0, self->dst, len));
 	ASSERT_EQ(0, check(self->dst, len, 5));
 	memset(self->dst, 0x3c, len);
 	ASSERT_EQ((long)(len - 2 * PAGE),
 		  copy_to(self->fd, apid, PAGE, self->dst, len - 2 * PAGE));
-	ASSERT_EQ(0, send_msg(ch.to_child[1], &ok, 1));
-	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, owner_end(&o, 0));
 	ASSERT_EQ(-ENOENT, copy_from(self->fd, apid, 0, self->dst, PAGE));
 	ASSERT_EQ(-ENOENT, copy_to(self->fd, apid, 0, self->dst, PAGE));
 	xp_release(self->fd, apid);
-	close(ch.to_child[1]);
-	close(ch.to_parent[0]);
 }
 
 /* Another process's permit (an apid it sent over) is not the caller's. */
@@ -375,7 +403,7 @@ TEST_F(copy, another_process_permit_eacces)
 		xpmem_apid_t a;
 
 		chan_child(&ch);
-		if (fd < 0 || xp_get(fd, self->segid, XPMEM_RDWR, &a) ||
+		if (fd < 0 || xp_get(fd, self->s.segid, XPMEM_RDWR, &a) ||
 		    send_msg(ch.to_parent[1], &a, sizeof(a)) ||
 		    recv_msg(ch.to_child[0], &done, 1))
 			_exit(10);
@@ -387,7 +415,7 @@ TEST_F(copy, another_process_permit_eacces)
 	ASSERT_EQ(-EACCES, copy_to(self->fd, apid, 0, self->dst, PAGE));
 	ASSERT_EQ(0, send_msg(ch.to_child[1], &done, 1));
 	ASSERT_EQ(0, wait_child(pid));
-	ASSERT_EQ(0, check(self->buf, LEN, 31));
+	ASSERT_EQ(0, check(self->s.buf, LEN, 31));
 	close(ch.to_child[1]);
 	close(ch.to_parent[0]);
 }
@@ -399,38 +427,38 @@ TEST_F(copy, another_process_permit_eacces)
  */
 TEST_F(copy, owner_holes_and_readonly_pages)
 {
-	char *hole = self->buf + 8 * PAGE;
+	char *hole = self->s.buf + 8 * PAGE;
 
 	ASSERT_EQ(0, munmap(hole, PAGE));
-	ASSERT_EQ(-EFAULT, copy_from(self->fd, self->rw, 8 * PAGE,
+	ASSERT_EQ(-EFAULT, copy_from(self->fd, self->s.rw, 8 * PAGE,
 				     self->dst, PAGE));
 	ASSERT_EQ((long)(PAGE + 10),
-		  copy_from(self->fd, self->rw, 7 * PAGE - 10, self->dst,
+		  copy_from(self->fd, self->s.rw, 7 * PAGE - 10, self->dst,
 			    3 * PAGE));
 	ASSERT_EQ(0, check_at(self->dst, 7 * PAGE - 10, PAGE + 10, 31));
 	ASSERT_NE(MAP_FAILED, mmap(hole, PAGE, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
 				   -1, 0));
 	fill(hole, PAGE, 2);
-	ASSERT_EQ((long)PAGE, copy_from(self->fd, self->rw, 8 * PAGE,
+	ASSERT_EQ((long)PAGE, copy_from(self->fd, self->s.rw, 8 * PAGE,
 					self->dst, PAGE));
 	ASSERT_EQ(0, check(self->dst, PAGE, 2));
 
-	ASSERT_EQ(0, mprotect(self->buf + 16 * PAGE, PAGE, PROT_READ));
+	ASSERT_EQ(0, mprotect(self->s.buf + 16 * PAGE, PAGE, PROT_READ));
 	memset(self->dst, 0x11, 2 * PAGE);
-	ASSERT_EQ(-EFAULT, copy_to(self->fd, self->rw, 16 * PAGE, self->dst,
+	ASSERT_EQ(-EFAULT, copy_to(self->fd, self->s.rw, 16 * PAGE, self->dst,
 				   PAGE));
-	ASSERT_EQ((long)PAGE, copy_to(self->fd, self->rw, 15 * PAGE,
+	ASSERT_EQ((long)PAGE, copy_to(self->fd, self->s.rw, 15 * PAGE,
 				      self->dst, 2 * PAGE));
-	ASSERT_EQ(0, all_bytes(self->buf + 15 * PAGE, PAGE, 0x11));
-	ASSERT_EQ(0, check_at(self->buf + 16 * PAGE, 16 * PAGE, PAGE, 31));
+	ASSERT_EQ(0, all_bytes(self->s.buf + 15 * PAGE, PAGE, 0x11));
+	ASSERT_EQ(0, check_at(self->s.buf + 16 * PAGE, 16 * PAGE, PAGE, 31));
 	/* reading a read-only page is fine; PROT_NONE is not */
-	ASSERT_EQ((long)PAGE, copy_from(self->fd, self->ro, 16 * PAGE,
+	ASSERT_EQ((long)PAGE, copy_from(self->fd, self->s.ro, 16 * PAGE,
 					self->dst, PAGE));
-	ASSERT_EQ(0, mprotect(self->buf + 16 * PAGE, PAGE, PROT_NONE));
-	ASSERT_EQ(-EFAULT, copy_from(self->fd, self->ro, 16 * PAGE,
+	ASSERT_EQ(0, mprotect(self->s.buf + 16 * PAGE, PAGE, PROT_NONE));
+	ASSERT_EQ(-EFAULT, copy_from(self->fd, self->s.ro, 16 * PAGE,
 				     self->dst, PAGE));
-	ASSERT_EQ(0, mprotect(self->buf + 16 * PAGE, PAGE,
+	ASSERT_EQ(0, mprotect(self->s.buf + 16 * PAGE, PAGE,
 			      PROT_READ | PROT_WRITE));
 }
 
@@ -453,14 +481,14 @@ TEST_F(copy, to_breaks_cow_in_the_owner)
 		if (send_msg(ch.to_parent[1], &c, 1) ||
 		    recv_msg(ch.to_child[0], &c, 1))
 			_exit(10);
-		_exit(check(self->buf, LEN, 31) ? 11 : 0);
+		_exit(check(self->s.buf, LEN, 31) ? 11 : 0);
 	}
 	chan_parent(&ch);
 	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &c, 1));
 	memset(self->dst, 0x77, 4 * PAGE);
 	ASSERT_EQ((long)(4 * PAGE),
-		  copy_to(self->fd, self->rw, 2 * PAGE, self->dst, 4 * PAGE));
-	ASSERT_EQ(0, all_bytes(self->buf + 2 * PAGE, 4 * PAGE, 0x77));
+		  copy_to(self->fd, self->s.rw, 2 * PAGE, self->dst, 4 * PAGE));
+	ASSERT_EQ(0, all_bytes(self->s.buf + 2 * PAGE, 4 * PAGE, 0x77));
 	ASSERT_EQ(0, send_msg(ch.to_child[1], &c, 1));
 	ASSERT_EQ(0, wait_child(pid));
 	close(ch.to_child[1]);
@@ -473,12 +501,12 @@ TEST_F(copy, into_an_attachment_of_the_segment)
 	void *va;
 	char *a;
 
-	ASSERT_EQ(0, xp_attach(self->fd, self->rw, 0, LEN, NULL, &va));
+	ASSERT_EQ(0, xp_attach(self->fd, self->s.rw, 0, LEN, NULL, &va));
 	a = va;
 	ASSERT_EQ((long)(LEN / 2),
-		  copy_from(self->fd, self->ro, LEN / 2, a, LEN / 2));
-	ASSERT_EQ(0, check_at(self->buf, LEN / 2, LEN / 2, 31));
-	ASSERT_EQ(0, memcmp(self->buf, self->buf + LEN / 2, LEN / 2));
+		  copy_from(self->fd, self->s.ro, LEN / 2, a, LEN / 2));
+	ASSERT_EQ(0, check_at(self->s.buf, LEN / 2, LEN / 2, 31));
+	ASSERT_EQ(0, memcmp(self->s.buf, self->s.buf + LEN / 2, LEN / 2));
 	ASSERT_EQ(0, xp_detach(self->fd, va));
 }
 
@@ -498,7 +526,7 @@ TEST_F(copy, populate_rejects_each_bad_field)
 	struct xpmem_ext_populate p;
 	void *va;
 
-	ASSERT_EQ(0, xp_attach(self->fd, self->rw, 0, LEN, NULL, &va));
+	ASSERT_EQ(0, xp_attach(self->fd, self->s.rw, 0, LEN, NULL, &va));
 	ASSERT_EQ(-EINVAL, ext_populate(self->fd, va, LEN, 0x2));
 	ASSERT_EQ(-EINVAL, ext_populate(self->fd, (char *)va + 1, PAGE, 0));
 	ASSERT_EQ(-EINVAL, ext_populate(self->fd, va, 0, 0));
@@ -519,7 +547,7 @@ TEST_F(copy, populate_rejects_each_bad_field)
 	ASSERT_EQ(-EFAULT, ext_populate(self->fd, va, LEN + PAGE, 0));
 	ASSERT_EQ(0, xp_detach(self->fd, va));
 	/* a read-only attachment cannot be populated for writing */
-	ASSERT_EQ(0, xp_attach(self->fd, self->ro, 0, LEN, NULL, &va));
+	ASSERT_EQ(0, xp_attach(self->fd, self->s.ro, 0, LEN, NULL, &va));
 	ASSERT_EQ(-EACCES, ext_populate(self->fd, va, PAGE,
 					XPMEM_EXT_POPULATE_WRITE));
 	ASSERT_EQ(0, ext_populate(self->fd, va, PAGE, 0));
@@ -572,7 +600,7 @@ TEST_F(copy, populate_read_then_no_faults)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0)
-		populate_child(self->segid, 0);
+		populate_child(self->s.segid, 0);
 	ASSERT_EQ(0, wait_child(pid));
 }
 
@@ -582,10 +610,10 @@ TEST_F(copy, populate_write_then_no_faults)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0)
-		populate_child(self->segid, 1);
+		populate_child(self->s.segid, 1);
 	ASSERT_EQ(0, wait_child(pid));
 	for (size_t i = LEN / 2; i < LEN; i += PAGE)
-		ASSERT_EQ((char)(i / PAGE), self->buf[i]);
+		ASSERT_EQ((char)(i / PAGE), self->s.buf[i]);
 }
 
 /* ------------------------------------------------------------ io_uring -- */
@@ -653,7 +681,7 @@ TEST_F(copy, uring_many_in_flight)
 	for (int i = 0; i < 16; i++) {
 		size_t len = sizes[i % 4];
 
-		c[i] = cp(self->ro, off + 1, self->dst + off, len, 0);
+		c[i] = cp(self->s.ro, off + 1, self->dst + off, len, 0);
 		ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
 				      &c[i], i));
 		off += 250 * 1024;
@@ -669,7 +697,7 @@ TEST_F(copy, uring_many_in_flight)
 	/* and the same 16 ranges written back shifted by one byte */
 	for (int i = 0; i < 16; i++) {
 		memset((void *)(uintptr_t)c[i].addr, 0x40 + i, c[i].len);
-		c[i].apid = self->rw;
+		c[i].apid = self->s.rw;
 		c[i].flags = XPMEM_EXT_COPY_TO;
 		ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
 				      &c[i], i));
@@ -678,7 +706,7 @@ TEST_F(copy, uring_many_in_flight)
 	ASSERT_EQ(0, reap(&ring, 16, res, 16));
 	for (int i = 0; i < 16; i++) {
 		ASSERT_EQ((int)c[i].len, res[i]);
-		ASSERT_EQ(0, all_bytes(self->buf + c[i].offset, c[i].len,
+		ASSERT_EQ(0, all_bytes(self->s.buf + c[i].offset, c[i].len,
 				       0x40 + i));
 	}
 	io_uring_queue_exit(&ring);
@@ -687,13 +715,13 @@ TEST_F(copy, uring_many_in_flight)
 /* Errors arrive in the CQE, each as the ioctl would return it. */
 TEST_F(copy, uring_errors_in_cqes)
 {
-	struct xpmem_ext_copy good = cp(self->rw, 0, self->dst, PAGE, 0);
-	struct xpmem_ext_copy rdonly_to = cp(self->ro, 0, self->dst, PAGE,
+	struct xpmem_ext_copy good = cp(self->s.rw, 0, self->dst, PAGE, 0);
+	struct xpmem_ext_copy rdonly_to = cp(self->s.ro, 0, self->dst, PAGE,
 					     XPMEM_EXT_COPY_TO);
-	struct xpmem_ext_copy big_rdonly_to = cp(self->ro, 0, self->dst, LEN,
+	struct xpmem_ext_copy big_rdonly_to = cp(self->s.ro, 0, self->dst, LEN,
 						 XPMEM_EXT_COPY_TO);
-	struct xpmem_ext_copy bad_flag = cp(self->rw, 0, self->dst, PAGE, 8);
-	struct xpmem_ext_copy no_permit = cp(self->rw + 0x10000, 0, self->dst,
+	struct xpmem_ext_copy bad_flag = cp(self->s.rw, 0, self->dst, PAGE, 8);
+	struct xpmem_ext_copy no_permit = cp(self->s.rw + 0x10000, 0, self->dst,
 					     PAGE, 0);
 	struct xpmem_ext_populate bad_pop = { .vaddr = (uintptr_t)self->dst,
 					      .len = PAGE };
@@ -728,7 +756,7 @@ TEST_F(copy, uring_errors_in_cqes)
 	ASSERT_EQ(-EFAULT, res[5]);
 	ASSERT_EQ(-ENOTTY, res[6]);
 	ASSERT_EQ(-EINVAL, res[7]);
-	ASSERT_EQ(0, check(self->buf, LEN, 31));
+	ASSERT_EQ(0, check(self->s.buf, LEN, 31));
 	io_uring_queue_exit(&ring);
 }
 
@@ -738,15 +766,15 @@ TEST_F(copy, uring_errors_in_cqes)
  */
 TEST_F(copy, uring_small_copies_at_a_hole)
 {
-	struct xpmem_ext_copy shortc = cp(self->ro, 19 * PAGE, self->dst,
+	struct xpmem_ext_copy shortc = cp(self->s.ro, 19 * PAGE, self->dst,
 					  2 * PAGE, 0);
-	struct xpmem_ext_copy holec = cp(self->ro, 20 * PAGE, self->dst,
+	struct xpmem_ext_copy holec = cp(self->s.ro, 20 * PAGE, self->dst,
 					 PAGE, 0);
 	struct io_uring ring;
 	int res[2];
 
 	RING_SKIP_UNLESS(&ring);
-	ASSERT_EQ(0, munmap(self->buf + 20 * PAGE, PAGE));
+	ASSERT_EQ(0, munmap(self->s.buf + 20 * PAGE, PAGE));
 	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &shortc, 0));
 	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &holec, 1));
 	ASSERT_EQ(2, io_uring_submit(&ring));
@@ -764,13 +792,11 @@ TEST_F(copy, uring_removed_segment_and_exited_owner)
 	struct io_uring ring;
 	xpmem_segid_t segid;
 	xpmem_apid_t apid;
-	struct chan ch;
-	char x = 0;
+	struct owner o;
 	int res[2];
-	pid_t pid;
 
 	RING_SKIP_UNLESS(&ring);
-	ASSERT_EQ(0, xp_make(self->fd, self->buf, LEN, 0600, &segid));
+	ASSERT_EQ(0, xp_make(self->fd, self->s.buf, LEN, 0600, &segid));
 	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
 	ASSERT_EQ(0, xp_remove(self->fd, segid));
 	c = cp(apid, 0, self->dst, LEN, 0);
@@ -780,38 +806,20 @@ TEST_F(copy, uring_removed_segment_and_exited_owner)
 	ASSERT_EQ(-ENOENT, res[0]);
 	xp_release(self->fd, apid);
 
-	ASSERT_EQ(0, chan_init(&ch));
-	pid = fork_child();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		int fd = xp_open();
-		xpmem_segid_t s;
-
-		chan_child(&ch);
-		if (fd < 0 || xp_make(fd, self->buf, LEN, 0600, &s) ||
-		    send_msg(ch.to_parent[1], &s, sizeof(s)) ||
-		    recv_msg(ch.to_child[0], &x, 1))
-			_exit(10);
-		_exit(0);
-	}
-	chan_parent(&ch);
-	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &segid, sizeof(segid)));
-	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, owner_start(&o, self->s.buf, LEN, NULL));
+	ASSERT_EQ(0, xp_get(self->fd, o.segid, XPMEM_RDWR, &apid));
 	c = cp(apid, 0, self->dst, LEN, 0);
 	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &c, 0));
 	ASSERT_EQ(1, io_uring_submit(&ring));
 	ASSERT_EQ(0, reap(&ring, 1, res, 1));
 	ASSERT_EQ((int)LEN, res[0]);
 	ASSERT_EQ(0, check(self->dst, LEN, 31));
-	ASSERT_EQ(0, send_msg(ch.to_child[1], &x, 1));
-	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, owner_end(&o, 0));
 	ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY, &c, 1));
 	ASSERT_EQ(1, io_uring_submit(&ring));
 	ASSERT_EQ(0, reap(&ring, 1, res, 2));
 	ASSERT_EQ(-ENOENT, res[1]);
 	xp_release(self->fd, apid);
-	close(ch.to_child[1]);
-	close(ch.to_parent[0]);
 	io_uring_queue_exit(&ring);
 }
 
@@ -825,7 +833,7 @@ TEST_F(copy, uring_populate)
 	void *va;
 
 	RING_SKIP_UNLESS(&ring);
-	ASSERT_EQ(0, xp_attach(self->fd, self->ro, 0, LEN, NULL, &va));
+	ASSERT_EQ(0, xp_attach(self->fd, self->s.ro, 0, LEN, NULL, &va));
 	p.vaddr = (uintptr_t)va;
 	p.len = LEN;
 	faults = stat_read("faults");
@@ -854,7 +862,7 @@ TEST_F(copy, uring_after_fork_noproc)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		struct xpmem_ext_copy c = cp(self->rw, 0, self->dst, PAGE, 0);
+		struct xpmem_ext_copy c = cp(self->s.rw, 0, self->dst, PAGE, 0);
 		struct io_uring_cqe *cqe;
 		struct io_uring ring;
 
@@ -877,39 +885,20 @@ TEST_F(copy, uring_owner_killed_mid_flight)
 {
 	struct xpmem_ext_copy c[8];
 	struct io_uring ring;
-	xpmem_segid_t segid;
 	xpmem_apid_t apid;
-	struct chan ch;
+	struct owner o;
 	int res[8];
-	pid_t pid;
 
 	RING_SKIP_UNLESS(&ring);
-	ASSERT_EQ(0, chan_init(&ch));
-	pid = fork_child();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		int fd = xp_open();
-		xpmem_segid_t s;
-
-		chan_child(&ch);
-		fill(self->buf, LEN, 9);
-		if (fd < 0 || xp_make(fd, self->buf, LEN, 0600, &s) ||
-		    send_msg(ch.to_parent[1], &s, sizeof(s)))
-			_exit(10);
-		for (;;)
-			pause();
-	}
-	chan_parent(&ch);
-	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &segid, sizeof(segid)));
-	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDONLY, &apid));
+	ASSERT_EQ(0, owner_start(&o, self->s.buf, LEN, NULL));
+	ASSERT_EQ(0, xp_get(self->fd, o.segid, XPMEM_RDONLY, &apid));
 	for (int i = 0; i < 8; i++) {
 		c[i] = cp(apid, 0, self->dst, LEN, 0);
 		ASSERT_EQ(0, prep_cmd(&ring, self->fd, XPMEM_CMD_EXT_COPY,
 				      &c[i], i));
 	}
 	ASSERT_EQ(8, io_uring_submit(&ring));
-	ASSERT_EQ(0, kill(pid, SIGKILL));
-	ASSERT_EQ(128 + SIGKILL, wait_child(pid));
+	ASSERT_EQ(128 + SIGKILL, owner_end(&o, 1));
 	ASSERT_EQ(0, reap(&ring, 8, res, 8));
 	for (int i = 0; i < 8; i++) {
 		ASSERT_TRUE(res[i] == (int)LEN || res[i] == -ENOENT ||
@@ -918,8 +907,6 @@ TEST_F(copy, uring_owner_killed_mid_flight)
 		}
 	}
 	xp_release(self->fd, apid);
-	close(ch.to_child[1]);
-	close(ch.to_parent[0]);
 	io_uring_queue_exit(&ring);
 }
 
@@ -950,7 +937,7 @@ TEST_F(copy, uring_submitter_killed_mid_flight)
 		chan_child(&ch);
 		if (fd < 0 || !dst || io_uring_queue_init(32, &ring, 0))
 			_exit(10);
-		if (xp_get(fd, self->segid, XPMEM_RDWR, &apid) ||
+		if (xp_get(fd, self->s.segid, XPMEM_RDWR, &apid) ||
 		    xp_attach(fd, apid, 0, LEN, NULL, &va))
 			_exit(11);
 		p.vaddr = (uintptr_t)va;
@@ -991,18 +978,19 @@ TEST_F(copy, uring_submitter_killed_mid_flight)
 	ASSERT_EQ(self->permits + 2, stat_read("permits"));
 	ASSERT_EQ(self->atts, stat_read("attachments"));
 	/* the owner's memory is still its own to write, and to copy */
-	memset(self->buf, 0x21, LEN);
-	ASSERT_EQ((long)LEN, copy_from(self->fd, self->ro, 0, self->dst, LEN));
+	memset(self->s.buf, 0x21, LEN);
+	ASSERT_EQ((long)LEN,
+		  copy_from(self->fd, self->s.ro, 0, self->dst, LEN));
 	ASSERT_EQ(0, all_bytes(self->dst, LEN, 0x21));
 }
 
 TEST_F(copy, counters_back_at_base)
 {
-	xp_release(self->fd, self->rw);
-	xp_release(self->fd, self->ro);
-	xp_remove(self->fd, self->segid);
-	self->rw = self->ro = 0;
-	self->segid = 0;
+	xp_release(self->fd, self->s.rw);
+	xp_release(self->fd, self->s.ro);
+	xp_remove(self->fd, self->s.segid);
+	self->s.rw = self->s.ro = 0;
+	self->s.segid = 0;
 	ASSERT_COUNTERS_AT_BASE();
 }
 

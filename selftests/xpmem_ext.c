@@ -45,30 +45,20 @@ FIXTURE(ext)
 {
 	int fd;
 	long segs, permits, atts;
-	char *buf;			/* LEN bytes, exported as segid */
-	xpmem_segid_t segid;
-	xpmem_apid_t rw, ro;		/* permits of the test process itself */
+	struct own_seg s;		/* LEN bytes of its own, 2 permits */
 };
 
 FIXTURE_SETUP(ext)
 {
 	XP_FIXTURE_OPEN();
-	self->buf = map_anon(LEN);
-	ASSERT_NE(NULL, self->buf);
-	fill(self->buf, LEN, 31);
-	ASSERT_EQ(0, xp_make(self->fd, self->buf, LEN, 0600, &self->segid));
-	ASSERT_EQ(0, xp_get(self->fd, self->segid, XPMEM_RDWR, &self->rw));
-	ASSERT_EQ(0, xp_get(self->fd, self->segid, XPMEM_RDONLY, &self->ro));
+	ASSERT_EQ(0, own_seg_setup(self->fd, &self->s, LEN));
 }
 
 FIXTURE_TEARDOWN(ext)
 {
 	if (self->fd < 0)
 		return;
-	xp_release(self->fd, self->rw);
-	xp_release(self->fd, self->ro);
-	xp_remove(self->fd, self->segid);
-	munmap(self->buf, LEN);
+	own_seg_teardown(self->fd, &self->s);
 	close(self->fd);
 }
 
@@ -204,7 +194,7 @@ TEST_F(ext, unknown_and_resized_commands_enotty)
 TEST_F(ext, attach_rejects_unknown_flags)
 {
 	for (unsigned int bit = 4; bit < 32; bit++) {
-		struct xpmem_ext_attach a = whole(self->rw, 1U << bit);
+		struct xpmem_ext_attach a = whole(self->s.rw, 1U << bit);
 
 		ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
 	}
@@ -213,7 +203,7 @@ TEST_F(ext, attach_rejects_unknown_flags)
 
 TEST_F(ext, attach_rejects_reserved0)
 {
-	struct xpmem_ext_attach a = whole(self->rw, 0);
+	struct xpmem_ext_attach a = whole(self->s.rw, 0);
 
 	a.reserved0 = 1;
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
@@ -222,7 +212,7 @@ TEST_F(ext, attach_rejects_reserved0)
 TEST_F(ext, attach_rejects_each_reserved_word)
 {
 	for (int i = 0; i < 3; i++) {
-		struct xpmem_ext_attach a = whole(self->rw, 0);
+		struct xpmem_ext_attach a = whole(self->s.rw, 0);
 
 		a.reserved[i] = 1;
 		ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
@@ -231,7 +221,7 @@ TEST_F(ext, attach_rejects_each_reserved_word)
 
 TEST_F(ext, attach_rejects_rdonly_with_populate_write)
 {
-	struct xpmem_ext_attach a = whole(self->rw, XPMEM_EXT_ATTACH_RDONLY |
+	struct xpmem_ext_attach a = whole(self->s.rw, XPMEM_EXT_ATTACH_RDONLY |
 					  XPMEM_EXT_ATTACH_POPULATE_WRITE);
 
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
@@ -239,7 +229,7 @@ TEST_F(ext, attach_rejects_rdonly_with_populate_write)
 
 TEST_F(ext, attach_rejects_address_without_fixed)
 {
-	struct xpmem_ext_attach a = whole(self->rw, 0);
+	struct xpmem_ext_attach a = whole(self->s.rw, 0);
 
 	a.vaddr = 0x7f0000000000ULL;
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
@@ -249,29 +239,29 @@ TEST_F(ext, attach_rejects_bad_geometry)
 {
 	struct xpmem_ext_attach a;
 
-	a = whole(self->rw, 0);
+	a = whole(self->s.rw, 0);
 	a.offset = 100;
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
-	a = whole(self->rw, 0);
+	a = whole(self->s.rw, 0);
 	a.size = 0;
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
-	a = whole(self->rw, 0);
+	a = whole(self->s.rw, 0);
 	a.size = LEN + PAGE;
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
-	a = whole(self->rw, 0);
+	a = whole(self->s.rw, 0);
 	a.offset = LEN;
 	a.size = PAGE;
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
-	a = whole(self->rw, 0);
+	a = whole(self->s.rw, 0);
 	a.size = ~0ULL;
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
-	a = whole(self->rw, 0);
+	a = whole(self->s.rw, 0);
 	a.offset = ~0ULL & ~(PAGE - 1);
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
-	a = whole(self->rw, XPMEM_EXT_ATTACH_FIXED);
+	a = whole(self->s.rw, XPMEM_EXT_ATTACH_FIXED);
 	a.vaddr = 0x7f0000000123ULL;
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
-	a = whole(self->rw, XPMEM_EXT_ATTACH_FIXED);
+	a = whole(self->s.rw, XPMEM_EXT_ATTACH_FIXED);
 	a.vaddr = ~0ULL & ~(PAGE - 1);
 	ASSERT_EQ(-EINVAL, ext_attach(self->fd, &a));
 	ASSERT_EQ(self->atts, stat_read("attachments"));
@@ -288,7 +278,7 @@ TEST_F(ext, attach_rejects_bad_permits)
 	a = whole(XPMEM_ID_MAX, 0);
 	ASSERT_EQ(-ENOENT, ext_attach(self->fd, &a));
 	/* writing through a read-only permit */
-	a = whole(self->ro, XPMEM_EXT_ATTACH_POPULATE_WRITE);
+	a = whole(self->s.ro, XPMEM_EXT_ATTACH_POPULATE_WRITE);
 	ASSERT_EQ(-EACCES, ext_attach(self->fd, &a));
 	ASSERT_EQ(-EFAULT, xp_ioctl(self->fd, XPMEM_CMD_EXT_ATTACH, NULL));
 }
@@ -300,7 +290,7 @@ TEST_F(ext, attach_after_fork_noproc)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		struct xpmem_ext_attach a = whole(self->rw, 0);
+		struct xpmem_ext_attach a = whole(self->s.rw, 0);
 
 		_exit(ext_attach(self->fd, &a) != -XPMEM_ERRNO_NOPROC);
 	}
@@ -310,7 +300,7 @@ TEST_F(ext, attach_after_fork_noproc)
 /* Flags 0: the classic ATTACH, with the data of the owner. */
 TEST_F(ext, attach_plain_maps_the_segment)
 {
-	struct xpmem_ext_attach a = whole(self->rw, 0);
+	struct xpmem_ext_attach a = whole(self->s.rw, 0);
 	char *p;
 
 	ASSERT_EQ(0, ext_attach(self->fd, &a));
@@ -318,14 +308,14 @@ TEST_F(ext, attach_plain_maps_the_segment)
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, check(p, LEN, 31));
 	p[5] = 'w';
-	ASSERT_EQ('w', self->buf[5]);
+	ASSERT_EQ('w', self->s.buf[5]);
 	ASSERT_EQ(0, xp_detach(self->fd, p));
 }
 
 /* RDONLY through an RDWR permit: reads, no writes, no mprotect to write. */
 TEST_F(ext, attach_rdonly_through_rdwr_permit)
 {
-	struct xpmem_ext_attach a = whole(self->rw, XPMEM_EXT_ATTACH_RDONLY);
+	struct xpmem_ext_attach a = whole(self->s.rw, XPMEM_EXT_ATTACH_RDONLY);
 	char *p;
 
 	ASSERT_EQ(0, ext_attach(self->fd, &a));
@@ -334,14 +324,14 @@ TEST_F(ext, attach_rdonly_through_rdwr_permit)
 	ASSERT_EQ(SIGSEGV, probe(p + PAGE, 1, 'x'));
 	ASSERT_EQ(-1, mprotect(p, PAGE, PROT_READ | PROT_WRITE));
 	ASSERT_EQ(EACCES, errno);
-	ASSERT_EQ(0, check(self->buf, LEN, 31));
+	ASSERT_EQ(0, check(self->s.buf, LEN, 31));
 	ASSERT_EQ(0, xp_detach(self->fd, p));
 }
 
 /* FIXED: exactly there, over a reservation of the caller's. */
 TEST_F(ext, attach_fixed_at_the_address)
 {
-	struct xpmem_ext_attach a = whole(self->rw, XPMEM_EXT_ATTACH_FIXED);
+	struct xpmem_ext_attach a = whole(self->s.rw, XPMEM_EXT_ATTACH_FIXED);
 	char *hole = mmap(NULL, LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
 			  -1, 0);
 
@@ -395,7 +385,7 @@ TEST_F(ext, attach_populate_then_no_faults)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0)
-		populate_child(self->segid, XPMEM_EXT_ATTACH_POPULATE, 0);
+		populate_child(self->s.segid, XPMEM_EXT_ATTACH_POPULATE, 0);
 	ASSERT_EQ(0, wait_child(pid));
 }
 
@@ -405,10 +395,11 @@ TEST_F(ext, attach_populate_write_then_no_faults)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0)
-		populate_child(self->segid, XPMEM_EXT_ATTACH_POPULATE_WRITE, 1);
+		populate_child(self->s.segid,
+			       XPMEM_EXT_ATTACH_POPULATE_WRITE, 1);
 	ASSERT_EQ(0, wait_child(pid));
 	for (size_t i = 0; i < LEN; i += PAGE)
-		ASSERT_EQ((char)(i / PAGE), self->buf[i]);
+		ASSERT_EQ((char)(i / PAGE), self->s.buf[i]);
 }
 
 /*
@@ -459,7 +450,7 @@ TEST_F(ext, attach_populate_skips_holes)
 TEST_F(ext, attach_populate_whole_address_space)
 {
 	const uint64_t tib = 1ULL << 40;
-	uint64_t base = (uintptr_t)self->buf & ~(tib - 1);
+	uint64_t base = (uintptr_t)self->s.buf & ~(tib - 1);
 	struct xpmem_ext_attach a;
 	xpmem_segid_t segid;
 	pid_t pid;
@@ -481,7 +472,8 @@ TEST_F(ext, attach_populate_whole_address_space)
 			 0x7ffffffff000ULL - base : tib;
 		if (ext_attach(fd, &a))
 			_exit(2);
-		p = (char *)(uintptr_t)a.vaddr + ((uintptr_t)self->buf - base);
+		p = (char *)(uintptr_t)a.vaddr +
+		    ((uintptr_t)self->s.buf - base);
 		faults = stat_read("faults");
 		if (check(p, LEN, 31))
 			_exit(3);
@@ -550,53 +542,53 @@ TEST_F(ext, make_rejects_each_bad_field)
 	struct xpmem_ext_make m;
 
 	for (unsigned int bit = 3; bit < 32; bit++) {
-		m = mk(self->buf, all | (1U << bit));
+		m = mk(self->s.buf, all | (1U << bit));
 		ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
 	}
 	for (int i = 0; i < 2; i++) {
-		m = mk(self->buf, all);
+		m = mk(self->s.buf, all);
 		m.reserved[i] = 1;
 		ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
 	}
-	m = mk(self->buf, all);
+	m = mk(self->s.buf, all);
 	m.mode = 01000;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, all);
+	m = mk(self->s.buf, all);
 	m.key_len = 0;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));	/* KEY, no key */
-	m = mk(self->buf, all);
+	m = mk(self->s.buf, all);
 	m.key_len = XPMEM_EXT_KEY_MAX + 1;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, all);
+	m = mk(self->s.buf, all);
 	m.key[XPMEM_EXT_KEY_MAX - 1] = 'x';		/* past key_len */
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, XPMEM_EXT_MAKE_AUTH);
+	m = mk(self->s.buf, XPMEM_EXT_MAKE_AUTH);
 	m.key_len = 3;					/* no KEY flag */
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, XPMEM_EXT_MAKE_AUTH);
+	m = mk(self->s.buf, XPMEM_EXT_MAKE_AUTH);
 	m.key[0] = 'k';
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, all);
+	m = mk(self->s.buf, all);
 	m.auth_len = 0;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, all);
+	m = mk(self->s.buf, all);
 	m.auth_len = XPMEM_EXT_AUTH_MAX + 1;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, all);
+	m = mk(self->s.buf, all);
 	m.auth[XPMEM_EXT_AUTH_MAX - 1] = 1;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+	m = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 	m.auth_len = 4;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+	m = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 	m.auth[5] = 1;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf + 8, all);
+	m = mk(self->s.buf + 8, all);
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, all);
+	m = mk(self->s.buf, all);
 	m.size = 0;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
-	m = mk(self->buf, all);
+	m = mk(self->s.buf, all);
 	m.size = PAGE + 1;
 	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
 	ASSERT_EQ(-EFAULT, xp_ioctl(self->fd, XPMEM_CMD_EXT_MAKE, NULL));
@@ -627,7 +619,7 @@ TEST_F(ext, get_rejects_each_bad_field)
 		ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
 	}
 	g = gt(0, XPMEM_RDONLY, NULL);
-	g.segid = self->segid;				/* BY_KEY and a segid */
+	g.segid = self->s.segid;				/* BY_KEY and a segid */
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
 	g = gt(0, XPMEM_RDONLY, NULL);
 	g.key_len = 0;
@@ -638,28 +630,28 @@ TEST_F(ext, get_rejects_each_bad_field)
 	g = gt(0, XPMEM_RDONLY, NULL);
 	g.key[XPMEM_EXT_KEY_MAX - 1] = 1;
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
-	g = gt(self->segid, XPMEM_RDONLY, NULL);
+	g = gt(self->s.segid, XPMEM_RDONLY, NULL);
 	g.key_len = 2;					/* no BY_KEY flag */
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
-	g = gt(self->segid, XPMEM_RDONLY, NULL);
+	g = gt(self->s.segid, XPMEM_RDONLY, NULL);
 	g.segid = 0;
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
-	g = gt(self->segid, XPMEM_RDONLY, NULL);
+	g = gt(self->s.segid, XPMEM_RDONLY, NULL);
 	g.segid = -3;
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
-	g = gt(self->segid, XPMEM_RDONLY, AUTH);
+	g = gt(self->s.segid, XPMEM_RDONLY, AUTH);
 	g.auth_len = 0;
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
-	g = gt(self->segid, XPMEM_RDONLY, AUTH);
+	g = gt(self->s.segid, XPMEM_RDONLY, AUTH);
 	g.auth_len = XPMEM_EXT_AUTH_MAX + 1;
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
-	g = gt(self->segid, XPMEM_RDONLY, AUTH);
+	g = gt(self->s.segid, XPMEM_RDONLY, AUTH);
 	g.auth[XPMEM_EXT_AUTH_MAX - 1] = 1;
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
-	g = gt(self->segid, XPMEM_RDONLY, NULL);
+	g = gt(self->s.segid, XPMEM_RDONLY, NULL);
 	g.auth_len = 5;					/* no AUTH flag */
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
-	g = gt(self->segid, XPMEM_RDONLY, NULL);
+	g = gt(self->s.segid, XPMEM_RDONLY, NULL);
 	g.auth[0] = 1;
 	ASSERT_EQ(-EINVAL, ext_get(self->fd, &g));
 	ASSERT_EQ(-EFAULT, xp_ioctl(self->fd, XPMEM_CMD_EXT_GET, NULL));
@@ -669,12 +661,12 @@ TEST_F(ext, get_rejects_each_bad_field)
 /* EXT_GET without a key or auth is the classic GET. */
 TEST_F(ext, get_by_segid_is_classic)
 {
-	struct xpmem_ext_get g = gt(self->segid, XPMEM_RDWR, NULL);
+	struct xpmem_ext_get g = gt(self->s.segid, XPMEM_RDWR, NULL);
 	struct xpmem_ext_attach a;
 
 	ASSERT_EQ(0, ext_get(self->fd, &g));
 	ASSERT_LT(0, g.apid);
-	ASSERT_EQ(self->segid, g.segid);
+	ASSERT_EQ(self->s.segid, g.segid);
 	a = whole(g.apid, 0);
 	ASSERT_EQ(0, ext_attach(self->fd, &a));
 	ASSERT_EQ(0, check((void *)(uintptr_t)a.vaddr, LEN, 31));
@@ -689,7 +681,7 @@ TEST_F(ext, get_by_segid_is_classic)
  */
 TEST_F(ext, key_finds_the_segment_in_another_process)
 {
-	struct xpmem_ext_make m = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+	struct xpmem_ext_make m = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 	pid_t pid;
 
 	ASSERT_EQ(0, ext_make(self->fd, &m));
@@ -731,12 +723,12 @@ TEST_F(ext, key_finds_the_segment_in_another_process)
 /* One key per IPC namespace, whoever asks; free again after REMOVE. */
 TEST_F(ext, key_collision_eexist_until_remove)
 {
-	struct xpmem_ext_make m = mk(self->buf, XPMEM_EXT_MAKE_KEY), m2;
+	struct xpmem_ext_make m = mk(self->s.buf, XPMEM_EXT_MAKE_KEY), m2;
 	struct xpmem_ext_get g;
 	pid_t pid;
 
 	ASSERT_EQ(0, ext_make(self->fd, &m));
-	m2 = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+	m2 = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 	ASSERT_EQ(-EEXIST, ext_make(self->fd, &m2));
 	pid = fork_child();
 	ASSERT_LE(0, pid);
@@ -758,7 +750,7 @@ TEST_F(ext, key_collision_eexist_until_remove)
 	ASSERT_EQ(0, xp_remove(self->fd, m.segid));
 	g = gt(0, XPMEM_RDONLY, NULL);
 	ASSERT_EQ(-ENOENT, ext_get(self->fd, &g));
-	m2 = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+	m2 = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 	ASSERT_EQ(0, ext_make(self->fd, &m2));
 	ASSERT_NE(m.segid, m2.segid);
 	g = gt(0, XPMEM_RDONLY, NULL);
@@ -771,7 +763,7 @@ TEST_F(ext, key_collision_eexist_until_remove)
 /* The same key in another IPC namespace is another name. */
 TEST_F(ext, key_per_ipc_namespace)
 {
-	struct xpmem_ext_make m = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+	struct xpmem_ext_make m = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 	pid_t pid;
 
 	ASSERT_EQ(0, ext_make(self->fd, &m));
@@ -790,7 +782,7 @@ TEST_F(ext, key_per_ipc_namespace)
 		g = gt(0, XPMEM_RDONLY, NULL);
 		if (ext_get(fd, &g) != -ENOENT)	/* the parent's is not here */
 			_exit(3);
-		m2 = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+		m2 = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 		if (ext_make(fd, &m2))
 			_exit(4);
 		g = gt(0, XPMEM_RDONLY, NULL);
@@ -828,7 +820,7 @@ TEST_F(ext, key_free_after_owner_killed)
 		int fd = xp_open();
 
 		close(p[0]);
-		mc = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+		mc = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 		if (fd < 0 || ext_make(fd, &mc))
 			_exit(1);
 		if (write(p[1], "k", 1) != 1)
@@ -839,7 +831,7 @@ TEST_F(ext, key_free_after_owner_killed)
 	close(p[1]);
 	ASSERT_EQ(1, read(p[0], &c, 1));
 	close(p[0]);
-	m = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+	m = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 	ASSERT_EQ(-EEXIST, ext_make(self->fd, &m));
 	g = gt(0, XPMEM_RDONLY, NULL);
 	ASSERT_EQ(0, ext_get(self->fd, &g));
@@ -848,7 +840,7 @@ TEST_F(ext, key_free_after_owner_killed)
 	ASSERT_EQ(128 + SIGKILL, wait_child(pid));
 	g = gt(0, XPMEM_RDONLY, NULL);
 	ASSERT_EQ(-ENOENT, ext_get(self->fd, &g));
-	m = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+	m = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 	ASSERT_EQ(0, ext_make(self->fd, &m));
 	ASSERT_EQ(0, xp_remove(self->fd, m.segid));
 }
@@ -879,7 +871,7 @@ TEST_F(ext, key_of_exited_owner_taken_over)
 		close(hold[1]);
 		if (fd < 0)
 			_exit(1);
-		mc = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+		mc = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 		if (ext_make(fd, &mc))
 			_exit(2);
 		keeper = fork();	/* holds the owner's file open */
@@ -899,7 +891,7 @@ TEST_F(ext, key_of_exited_owner_taken_over)
 	ASSERT_EQ(0, wait_child(owner));	/* the owner has exited */
 	g = gt(0, XPMEM_RDONLY, NULL);
 	ASSERT_EQ(-ENOENT, ext_get(self->fd, &g));
-	m = mk(self->buf, XPMEM_EXT_MAKE_KEY);
+	m = mk(self->s.buf, XPMEM_EXT_MAKE_KEY);
 	ASSERT_EQ(0, ext_make(self->fd, &m));
 	g = gt(0, XPMEM_RDONLY, NULL);
 	ASSERT_EQ(0, ext_get(self->fd, &g));
@@ -913,7 +905,7 @@ TEST_F(ext, key_of_exited_owner_taken_over)
 /* An authorization key is needed beside the mode, and must be exact. */
 TEST_F(ext, auth_key_missing_or_wrong_eacces)
 {
-	struct xpmem_ext_make m = mk(self->buf, XPMEM_EXT_MAKE_KEY |
+	struct xpmem_ext_make m = mk(self->s.buf, XPMEM_EXT_MAKE_KEY |
 				     XPMEM_EXT_MAKE_AUTH);
 	struct xpmem_ext_get g;
 	xpmem_apid_t apid;
@@ -934,7 +926,7 @@ TEST_F(ext, auth_key_missing_or_wrong_eacces)
 	g.auth_len++;					/* a NUL after */
 	ASSERT_EQ(-EACCES, ext_get(self->fd, &g));
 	/* auth for a segment that has none */
-	g = gt(self->segid, XPMEM_RDONLY, AUTH);
+	g = gt(self->s.segid, XPMEM_RDONLY, AUTH);
 	ASSERT_EQ(-EACCES, ext_get(self->fd, &g));
 	pid = fork_child();
 	ASSERT_LE(0, pid);
@@ -956,14 +948,14 @@ TEST_F(ext, auth_key_missing_or_wrong_eacces)
 		_exit(ext_get(fd, &gc) == -EACCES ? 0 : 4);
 	}
 	ASSERT_EQ(0, wait_child(pid));
-	ASSERT_EQ('z', self->buf[7]);
+	ASSERT_EQ('z', self->s.buf[7]);
 	ASSERT_EQ(0, xp_remove(self->fd, m.segid));
 }
 
 /* A read-only export: RDWR permits are refused, even to root. */
 TEST_F(ext, rdonly_export_refuses_rdwr)
 {
-	struct xpmem_ext_make m = mk(self->buf, XPMEM_EXT_MAKE_RDONLY);
+	struct xpmem_ext_make m = mk(self->s.buf, XPMEM_EXT_MAKE_RDONLY);
 	struct xpmem_ext_get g;
 	struct xpmem_ext_attach a;
 	xpmem_apid_t apid;
@@ -982,14 +974,15 @@ TEST_F(ext, rdonly_export_refuses_rdwr)
 
 TEST_F(ext, counters_back_at_base)
 {
-	struct xpmem_ext_attach a = whole(self->rw, XPMEM_EXT_ATTACH_POPULATE);
+	struct xpmem_ext_attach a = whole(self->s.rw,
+					  XPMEM_EXT_ATTACH_POPULATE);
 
 	ASSERT_EQ(0, ext_attach(self->fd, &a));
 	ASSERT_EQ(0, xp_detach(self->fd, (void *)(uintptr_t)a.vaddr));
-	ASSERT_EQ(0, xp_release(self->fd, self->rw));
-	ASSERT_EQ(0, xp_release(self->fd, self->ro));
-	ASSERT_EQ(0, xp_remove(self->fd, self->segid));
-	self->rw = self->ro = 0;
+	ASSERT_EQ(0, xp_release(self->fd, self->s.rw));
+	ASSERT_EQ(0, xp_release(self->fd, self->s.ro));
+	ASSERT_EQ(0, xp_remove(self->fd, self->s.segid));
+	self->s.rw = self->s.ro = 0;
 	ASSERT_COUNTERS_AT_BASE();
 }
 

@@ -289,6 +289,41 @@ static inline int own_att_setup(int fd, struct own_att *o, size_t len,
 	return ret;
 }
 
+/*
+ * The test process's own @len bytes (fill() seed 31) exported with mode
+ * 0600, and an XPMEM_RDWR and an XPMEM_RDONLY permit of its own to them.
+ */
+struct own_seg {
+	char *buf;
+	size_t len;
+	xpmem_segid_t segid;
+	xpmem_apid_t rw, ro;
+};
+
+static inline int own_seg_setup(int fd, struct own_seg *o, size_t len)
+{
+	o->len = len;
+	o->buf = map_anon(len);
+	if (!o->buf)
+		return -ENOMEM;
+	fill(o->buf, len, 31);
+	if (xp_make(fd, o->buf, len, 0600, &o->segid) ||
+	    xp_get(fd, o->segid, XPMEM_RDWR, &o->rw) ||
+	    xp_get(fd, o->segid, XPMEM_RDONLY, &o->ro))
+		return -1;
+	return 0;
+}
+
+/* What own_seg_setup() made goes, whatever of it is left. */
+static inline void own_seg_teardown(int fd, struct own_seg *o)
+{
+	xp_release(fd, o->rw);
+	xp_release(fd, o->ro);
+	xp_remove(fd, o->segid);
+	if (o->buf)
+		munmap(o->buf, o->len);
+}
+
 /* RELEASE (which detaches), REMOVE, munmap the owner's buffer. */
 static inline int own_att_teardown(int fd, struct own_att *o)
 {

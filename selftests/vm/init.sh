@@ -181,6 +181,22 @@ unload_module() {
 	return 0
 }
 
+# bench_profile: with BENCH_PROFILE set, run fault-profile.sh with it and
+# send its report to the result channel between @@XPMEM BENCH-PROFILE lines.
+bench_profile() {
+	[ -n "$BENCH_PROFILE" ] || return 0
+	say "---- bench profile: xpmem-bench $BENCH_PROFILE, traced ----"
+	# shellcheck disable=SC2086 # BENCH_PROFILE is a word list
+	/fault-profile.sh $BENCH_PROFILE > /tmp/profile.txt 2>&1
+	prc=$?
+	cat /tmp/profile.txt
+	{
+		echo "@@XPMEM BENCH-PROFILE-BEGIN"
+		cat /tmp/profile.txt
+		echo "@@XPMEM BENCH-PROFILE-END rc=$prc"
+	} > "$R"
+}
+
 suites() { # suites PREFIX: basenames of /selftests/PREFIX* that match the filter
 	for s in /selftests/"$1"*; do
 		[ -x "$s" ] || continue
@@ -200,18 +216,7 @@ if [ "$MODE" = demo ]; then
 		else
 			say "no /tools/xpmem-demo in this build"
 		fi
-		if [ -n "$BENCH_PROFILE" ]; then
-			say "---- bench profile: xpmem-bench $BENCH_PROFILE, traced ----"
-			# shellcheck disable=SC2086 # BENCH_PROFILE is a word list
-			/fault-profile.sh $BENCH_PROFILE > /tmp/profile.txt 2>&1
-			prc=$?
-			cat /tmp/profile.txt
-			{
-				echo "@@XPMEM BENCH-PROFILE-BEGIN"
-				cat /tmp/profile.txt
-				echo "@@XPMEM BENCH-PROFILE-END rc=$prc"
-			} > "$R"
-		fi
+		bench_profile
 		unload_module && say "module unloaded"
 	else
 		say "insmod /xpmem.ko failed"
@@ -261,18 +266,7 @@ if [ "$MODE" = bench ]; then
 			cat /tmp/bench.csv 2>/dev/null
 			echo "@@XPMEM BENCH-CSV-END"
 		} > "$R"
-		if [ -n "$BENCH_PROFILE" ]; then
-			say "---- bench profile: xpmem-bench $BENCH_PROFILE, traced ----"
-			# shellcheck disable=SC2086 # BENCH_PROFILE is a word list
-			/fault-profile.sh $BENCH_PROFILE > /tmp/profile.txt 2>&1
-			prc=$?
-			cat /tmp/profile.txt
-			{
-				echo "@@XPMEM BENCH-PROFILE-BEGIN"
-				cat /tmp/profile.txt
-				echo "@@XPMEM BENCH-PROFILE-END rc=$prc"
-			} > "$R"
-		fi
+		bench_profile
 		unload_module && say "module unloaded"
 	else
 		say "insmod /xpmem.ko failed"
