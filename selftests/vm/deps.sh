@@ -5,7 +5,7 @@
 # Otherwise: prints the exact install line and exits non-zero.
 #
 # Usage: selftests/vm/deps.sh [build|test|all] [--check]
-#   build     what `make` and `make install` need: a compiler and the
+#   build     what `make` and `make install` need: a compiler, liburing-dev and the
 #             headers of the running kernel (for the module)
 #   test      (default; also `all`) everything the test rig needs on top:
 #             QEMU, busybox, the two Debian kernels it boots and their
@@ -14,7 +14,7 @@
 #   --check   only report what is missing (exit 1 if anything is)
 set -eu
 
-BUILD_PKGS="build-essential make gcc libc6-dev pkg-config kmod"
+BUILD_PKGS="build-essential make gcc libc6-dev pkg-config kmod liburing-dev"
 TEST_PKGS="$BUILD_PKGS cpio xz-utils \
 gzip util-linux perl busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
 libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
