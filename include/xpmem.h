@@ -136,6 +136,8 @@ const char *xpmem_ext_backend_name(int backend);
 #define XPMEM_EXT_F_COPY	0x400UL
 /* xpmem_ext_prep_*() fill SQEs for the caller's own io_uring */
 #define XPMEM_EXT_F_URING	0x800UL
+/* xpmem_ext_makev(): several buffers as one segment */
+#define XPMEM_EXT_F_MAKEV	0x1000UL
 
 /* xpmem_ext_features - XPMEM_EXT_F_* of the active backend; 0 if none. */
 unsigned long xpmem_ext_features(void);
@@ -185,6 +187,25 @@ xpmem_segid_t xpmem_ext_make(void *vaddr, size_t size, int mode,
 			     size_t key_len, const void *auth,
 			     size_t auth_len);
 
+struct iovec;
+
+/*
+ * xpmem_ext_makev - xpmem_ext_make() of several buffers as one segment.
+ * @iov, @iovcnt: 1..XPMEM_EXT_MAKE_IOV_MAX buffers, each page aligned
+ *         (base and length, no length 0), anywhere and in any order; the
+ *         segment is their concatenation: offset 0 is iov[0].iov_base,
+ *         iov[1] follows at offset iov[0].iov_len, and so on.  An
+ *         attachment of it is one contiguous mapping, and copies cross
+ *         from one buffer to the next.
+ * The other arguments and the result are as for xpmem_ext_make().
+ * EOPNOTSUPP for more than one buffer where XPMEM_EXT_F_MAKEV is not in
+ * xpmem_ext_features() (the shm backend, a module without it).
+ */
+xpmem_segid_t xpmem_ext_makev(const struct iovec *iov, int iovcnt, int mode,
+			      unsigned int flags, const void *key,
+			      size_t key_len, const void *auth,
+			      size_t auth_len);
+
 /*
  * xpmem_ext_get - xpmem_get() presenting an authorization key.
  * @auth, @auth_len: the segment's secret (NULL and 0 for none)
@@ -230,7 +251,6 @@ int xpmem_ext_free(void *addr);
 
 /* ---- part 2b: copies and io_uring (XPMEM_EXT_1.2) ----------------------- */
 
-struct iovec;
 struct io_uring_sqe;
 
 /*

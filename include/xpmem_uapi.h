@@ -139,6 +139,7 @@ struct xpmem_cmd_detach {
 #define XPMEM_EXT_KF_KEYS	0x4ULL	/* EXT_MAKE/EXT_GET: keys, auth, rdonly */
 #define XPMEM_EXT_KF_COPY	0x8ULL	/* EXT_COPY, EXT_POPULATE (ioctl) */
 #define XPMEM_EXT_KF_URING	0x10ULL	/* both as io_uring commands too */
+#define XPMEM_EXT_KF_MAKE_IOV	0x20ULL	/* EXT_MAKE of several buffers */
 
 /*
  * XPMEM_CMD_EXT_QUERY: what the module offers (as UFFDIO_API does).
@@ -198,7 +199,11 @@ struct xpmem_ext_attach {
 #define XPMEM_EXT_MAKE_RDONLY	0x1U	/* GET grants XPMEM_RDONLY only */
 #define XPMEM_EXT_MAKE_KEY	0x2U	/* publish under key[0, key_len) */
 #define XPMEM_EXT_MAKE_AUTH	0x4U	/* GET must present auth[0, auth_len) */
-#define XPMEM_EXT_MAKE_FLAGS	0x7U
+#define XPMEM_EXT_MAKE_IOV	0x8U	/* vaddr: size struct xpmem_ext_iov */
+#define XPMEM_EXT_MAKE_FLAGS	0xfU
+
+/* Most buffers one segment of XPMEM_EXT_MAKE_IOV exports. */
+#define XPMEM_EXT_MAKE_IOV_MAX	256
 
 /*
  * XPMEM_CMD_EXT_MAKE: MAKE with options.  mode is the classic permit mode
@@ -209,12 +214,21 @@ struct xpmem_ext_attach {
  * XPMEM_EXT_AUTH_MAX bytes) is, and every GET of the segment must present
  * it, besides passing the mode check (a classic GET cannot: EACCES).
  * Bytes of key[] and auth[] past their lengths must be 0.
+ * With IOV, vaddr is the address of an array of size struct
+ * xpmem_ext_iov (below; 1..XPMEM_EXT_MAKE_IOV_MAX; read by the command only)
+ * and the segment is those buffers one after the other: segment offset 0
+ * is the first buffer's base, the second starts where the first ends, and
+ * so on.  Every base and length is page aligned and no length is 0;
+ * buffers may be anywhere, in any order, even overlap.  An attachment of
+ * such a segment is one contiguous mapping; copies and faults cross from
+ * one buffer to the next.
  * Layout: vaddr@0 size@8 flags@16 mode@20 key_len@24 auth_len@28 key@32
  * auth@72 segid@136 reserved@144 (160).
  */
 struct xpmem_ext_make {
-	__u64 vaddr;			/* in: page aligned */
-	__u64 size;			/* in: bytes, or XPMEM_MAXADDR_SIZE */
+	__u64 vaddr;			/* in: page aligned; IOV: the array */
+	__u64 size;			/* in: bytes, or XPMEM_MAXADDR_SIZE; */
+					/*     IOV: elements */
 	__u32 flags;			/* in: XPMEM_EXT_MAKE_* */
 	__u32 mode;			/* in: permit mode, 0..0777 */
 	__u32 key_len;			/* in: with KEY 1..40, else 0 */
@@ -259,7 +273,10 @@ struct xpmem_ext_get {
 /* Most xpmem_ext_iov elements one copy takes (as UIO_MAXIOV). */
 #define XPMEM_EXT_IOV_MAX	1024
 
-/* One local buffer of a vectored copy: the layout of a 64-bit iovec. */
+/*
+ * One local buffer of a vectored copy, or one exported buffer of an
+ * EXT_MAKE with IOV: the layout of a 64-bit iovec.
+ */
 struct xpmem_ext_iov {
 	__u64 base;			/* user address */
 	__u64 len;			/* bytes */

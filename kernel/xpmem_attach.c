@@ -6,8 +6,8 @@
  * anonymous inode of its own, at file offset == segment offset.  The inode
  * gives it an address_space, so invalidating it is unmap_mapping_range(),
  * whoever maps it and however its VMAs were split or moved; its
- * mmu_interval_notifier covers the owner's range it maps (the mirror,
- * xpmem_fault.c).
+ * mmu_interval_notifiers, one per segment range it maps, cover the owner's
+ * ranges (the mirror, xpmem_fault.c).
  *
  * An attachment ends when its last VMA is unmapped and its file released.
  * RELEASE of its permit, REMOVE of its segment, and the owner's exit make
@@ -69,9 +69,12 @@ static void xpmem_att_unlink(struct xpmem_att *att)
 /* Undo xpmem_att_alloc() and whatever of the setup was done. */
 static void xpmem_att_free(struct xpmem_att *att)
 {
+	unsigned int i;
+
 	xpmem_att_unlink(att);
-	if (att->notifier_live)
-		mmu_interval_notifier_remove(&att->notifier);
+	for (i = 0; i < att->nr_mirrors; i++)
+		if (att->mirrors[i].live)
+			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
 	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
 	xpmem_seg_put(att->seg);
 	xpmem_permit_put(att->permit);
@@ -128,21 +131,42 @@ static const struct file_operations xpmem_att_fops = {
 };
 
 /*
+ * Whether [@addr, @addr + @size) overlaps an owner range that segment
+ * offsets [@offset, @offset + @size) map.
+ */
+static bool xpmem_seg_maps_into(struct xpmem_seg *seg, unsigned long offset,
+				unsigned long size, unsigned long addr)
+{
+	unsigned int i = xpmem_seg_range_index(seg, offset);
+	unsigned long end = offset + size;
+
+	for (; i < seg->nr_ranges && seg->ranges[i].off < end; i++) {
+		const struct xpmem_seg_range *r = &seg->ranges[i];
+		unsigned long lo = max(offset, r->off);
+		unsigned long hi = min(end, r->off + r->len);
+		unsigned long src = xpmem_range_oaddr(r, lo);
+
+		if (addr < src + (hi - lo) && src < addr + size)
+			return true;
+	}
+	return false;
+}
+
+/*
  * A fixed attach address must not cover an existing attachment (it would
- * silently detach it) or, in the owner's own process, the source range the
- * attachment would map (it would map itself).
+ * silently detach it) or, in the owner's own process, the source ranges
+ * the attachment would map (it would map itself).
  */
 static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
 				 unsigned long addr, unsigned long size)
 {
 	struct mm_struct *mm = current->mm;
-	unsigned long src = seg->vaddr + offset;
 	struct vm_area_struct *vma;
 	int ret = 0;
 
 	if (addr + size < addr || addr + size > mm->task_size)
 		return -EINVAL;
-	if (seg->mm == mm && addr < src + size && src < addr + size)
+	if (seg->mm == mm && xpmem_seg_maps_into(seg, offset, size, addr))
 		return -EINVAL;
 
 	mmap_read_lock(mm);
@@ -189,21 +213,48 @@ static int xpmem_att_link(struct xpmem_att *att)
 	return ret;
 }
 
-/* Mirror the owner's range: the owner must still have an address space. */
+/* Mirror the owner's ranges: the owner must still have an address space. */
 static int xpmem_att_mirror(struct xpmem_att *att)
 {
 	struct xpmem_seg *seg = att->seg;
-	int ret;
+	unsigned int i;
+	int ret = 0;
 
 	if (!mmget_not_zero(seg->mm))
 		return -ENOENT;
-	ret = mmu_interval_notifier_insert(&att->notifier, seg->mm,
-					   seg->vaddr + att->offset, att->size,
-					   &xpmem_att_mni_ops);
+	for (i = 0; i < att->nr_mirrors && !ret; i++) {
+		struct xpmem_mirror *m = &att->mirrors[i];
+
+		ret = mmu_interval_notifier_insert(&m->notifier, seg->mm,
+						   m->r.oaddr, m->r.len,
+						   &xpmem_att_mni_ops);
+		m->live = !ret;
+	}
 	mmput(seg->mm);
-	if (!ret)
-		att->notifier_live = true;
 	return ret;
+}
+
+/*
+ * The parts of the segment's ranges that segment offsets [@offset,
+ * @offset + @size) of @att cover, one mirror each.
+ */
+static void xpmem_att_set_mirrors(struct xpmem_att *att, unsigned long offset,
+				  unsigned long size)
+{
+	const struct xpmem_seg *seg = att->seg;
+	unsigned long end = offset + size;
+	unsigned int i;
+
+	for (i = 0; i < att->nr_mirrors; i++) {
+		const struct xpmem_seg_range *r =
+			&seg->ranges[att->first_range + i];
+		struct xpmem_mirror *m = &att->mirrors[i];
+
+		m->att = att;
+		m->r.off = max(offset, r->off);
+		m->r.len = min(end, r->off + r->len) - m->r.off;
+		m->r.oaddr = xpmem_range_oaddr(r, m->r.off);
+	}
 }
 
 /* A new attachment of @permit, charged to @ctx; takes over @permit's ref. */
@@ -212,16 +263,22 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 					 unsigned long offset,
 					 unsigned long size)
 {
+	struct xpmem_seg *seg = permit->seg;
+	unsigned int first = xpmem_seg_range_index(seg, offset);
+	unsigned int nr = xpmem_seg_range_index(seg, offset + size - 1) -
+			  first + 1;
 	struct xpmem_att *att;
 	int ret;
 
 	if (!xpmem_charge(&ctx->nr_atts, READ_ONCE(xpmem_max_attachments)))
 		return ERR_PTR(-ENOSPC);
-	att = kzalloc(sizeof(*att), GFP_KERNEL_ACCOUNT);
+	att = kzalloc(struct_size(att, mirrors, nr), GFP_KERNEL_ACCOUNT);
 	if (!att) {
 		atomic_dec(&ctx->nr_atts);
 		return ERR_PTR(-ENOMEM);
 	}
+	att->nr_mirrors = nr;
+	att->first_range = first;
 	ret = simple_pin_fs(&xpmem_fs_type, &xpmem_mnt, &xpmem_mnt_count);
 	if (ret) {
 		atomic_dec(&ctx->nr_atts);
@@ -235,45 +292,66 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	INIT_LIST_HEAD(&att->permit_node);
 	INIT_LIST_HEAD(&att->seg_node);
 	att->permit = permit;
-	att->seg = permit->seg;
-	xpmem_seg_get(att->seg);
+	att->seg = seg;
+	xpmem_seg_get(seg);
 	att->ctx = ctx;
 	xpmem_ctx_get(ctx);
 	att->mm = ctx->mm;
 	att->offset = offset;
 	att->size = size;
+	xpmem_att_set_mirrors(att, offset, size);
 	att->writable = permit->writable;
 	atomic_long_inc(&xpmem_stats.attachments);
 	return att;
 }
 
 /*
+ * The attacher address where the segment range at @a ends (attachment
+ * mapped at @base), and *@oaddr the owner address of @a.
+ */
+static unsigned long xpmem_att_range_end(struct xpmem_att *att,
+					 unsigned long base, unsigned long a,
+					 unsigned long *oaddr)
+{
+	struct xpmem_seg *seg = att->seg;
+	unsigned long off = att->offset + (a - base);
+	const struct xpmem_seg_range *r =
+		&seg->ranges[xpmem_seg_range_index(seg, off)];
+
+	*oaddr = xpmem_range_oaddr(r, off);
+	return a + (r->off + r->len - off);
+}
+
+/*
  * Where populating goes on after a fault at @a (attachment mapped at
  * @base) failed: the attacher address of the next owner VMA if @a is in a
  * hole of the owner, or of the end of the owner VMA at @a if that is one
- * no attachment may map; @end if nothing follows before it.  Called with
- * no mmap_lock held.
+ * no attachment may map; the start of the next segment range if that
+ * comes first; @end if nothing follows before it.  Called with no
+ * mmap_lock held.
  */
 static unsigned long xpmem_att_skip_hole(struct xpmem_att *att,
 					 unsigned long base, unsigned long a,
 					 unsigned long end)
 {
 	struct mm_struct *owner = att->seg->mm;
-	unsigned long src = att->seg->vaddr + att->offset;
-	unsigned long oaddr = src + (a - base), d = end - base;
+	unsigned long oaddr;
+	/* distances from @a */
+	unsigned long d = min(end, xpmem_att_range_end(att, base, a, &oaddr)) -
+			  a;
 	struct vm_area_struct *vma;
 
 	if (!mmget_not_zero(owner))
 		return end;
 	if (!mmap_read_lock_killable(owner)) {
 		vma = find_vma(owner, oaddr);
-		if (vma)	/* distances from src: both > a - base */
+		if (vma)	/* both > oaddr */
 			d = min(d, (vma->vm_start > oaddr ? vma->vm_start :
-				    vma->vm_end) - src);
+				    vma->vm_end) - oaddr);
 		mmap_read_unlock(owner);
 	}
 	mmput(owner);
-	return base + d;
+	return a + d;
 }
 
 /*
@@ -294,7 +372,7 @@ static void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
 	unsigned int flags = write ? FAULT_FLAG_WRITE : 0;
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
-	unsigned long next;
+	unsigned long next, oaddr;
 	bool unlocked;
 	int ret;
 
@@ -304,7 +382,9 @@ static void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
 		vma = vma_lookup(mm, a);
 		if (!vma || vma->vm_private_data != att)
 			break;			/* unmapped meanwhile */
-		next = min(ALIGN_DOWN(a, step) + step, end);
+		/* a window ends where its segment range does */
+		next = min3(ALIGN_DOWN(a, step) + step, end,
+			    xpmem_att_range_end(att, base, a, &oaddr));
 		unlocked = false;
 		ret = fixup_user_fault(mm, a, flags, &unlocked);
 		if (ret && ret != -EFAULT)

@@ -81,15 +81,16 @@ static long xpmem_copy_pin(struct mm_struct *mm, unsigned long oaddr,
 }
 
 /*
- * Move iov_iter_count(@iter) bytes between @iter and the owner's memory
- * at @oaddr.  Return: bytes moved if any, else -errno.
+ * Move @len bytes between @iter and the owner's memory at @oaddr.
+ * Return: bytes moved if any, else -errno.
  */
 static ssize_t xpmem_copy_iter(struct mm_struct *mm, unsigned long oaddr,
-			       struct iov_iter *iter, bool to_seg, bool wait)
+			       struct iov_iter *iter, size_t len, bool to_seg,
+			       bool wait)
 {
 	unsigned int gup = to_seg ? FOLL_WRITE : 0;
 	struct page *pages[XPMEM_COPY_BATCH];
-	size_t done = 0, len = iov_iter_count(iter);
+	size_t done = 0;
 	long n, i;
 	int err = 0;
 
@@ -142,6 +143,37 @@ static ssize_t xpmem_copy_iter(struct mm_struct *mm, unsigned long oaddr,
 		err = -EFAULT;
 	}
 	return done ? done : err;
+}
+
+/*
+ * Move @count bytes between @iter and @seg from segment offset @off, one
+ * owner range after the other.  Return: as xpmem_copy_iter(); -EAGAIN
+ * (only without @wait) whatever was moved.
+ */
+static ssize_t xpmem_copy_seg(struct xpmem_seg *seg, unsigned long off,
+			      struct iov_iter *iter, size_t count, bool to_seg,
+			      bool wait)
+{
+	unsigned int i = xpmem_seg_range_index(seg, off);
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < count) {
+		const struct xpmem_seg_range *r = &seg->ranges[i++];
+		size_t len = min_t(size_t, count - done, r->off + r->len - off);
+
+		n = xpmem_copy_iter(seg->mm, xpmem_range_oaddr(r, off), iter,
+				    len, to_seg, wait);
+		if (n == -EAGAIN || (n < 0 && !done))
+			return n;
+		if (n < 0)
+			break;
+		done += n;
+		off += n;
+		if (n < len)
+			break;
+	}
+	return done;
 }
 
 /*
@@ -255,8 +287,8 @@ ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 	if (!count)
 		ret = 0;
 	else
-		ret = xpmem_copy_iter(seg->mm, seg->vaddr + cmd->offset, &iter,
-				      to_seg, !nowait);
+		ret = xpmem_copy_seg(seg, cmd->offset, &iter, count, to_seg,
+				     !nowait);
 	mmput(seg->mm);
 put_permit:
 	xpmem_permit_put(permit);

@@ -2,10 +2,13 @@
 /*
  * xpmem_fault.c - the mirror: attacher page faults and their invalidation
  *
- * Every attachment registers an mmu_interval_notifier over the owner's
- * range it maps, so invalidations of owner memory nobody attached never
- * reach this module, and overlapping attachments are found through the
- * core's interval tree.
+ * Every attachment registers an mmu_interval_notifier over each owner
+ * range it maps (struct xpmem_mirror: one, or one per buffer of a
+ * vectored segment that it covers), so invalidations of owner memory
+ * nobody attached never reach this module, and overlapping attachments
+ * are found through the core's interval tree.  A fault window never
+ * crosses from one mirror into the next; all mirrors of an attachment
+ * share its notifier lock, att->lock.
  *
  * The fault handler mirrors the owner's page tables (the HMM pattern),
  * with the owner's mmap_lock held for reading throughout, so that the
@@ -226,10 +229,11 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,
 				 unsigned long cur_seq)
 {
-	struct xpmem_att *att = container_of(mni, struct xpmem_att, notifier);
-	unsigned long base = att->seg->vaddr + att->offset;
-	unsigned long start = max(range->start, base);
-	unsigned long end = min(range->end, base + att->size);
+	struct xpmem_mirror *m = container_of(mni, struct xpmem_mirror,
+					      notifier);
+	struct xpmem_att *att = m->att;
+	unsigned long start = max(range->start, m->r.oaddr);
+	unsigned long end = min(range->end, m->r.oaddr + m->r.len);
 	bool blockable = mmu_notifier_range_blockable(range);
 	bool mapped;
 
@@ -263,7 +267,8 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 
 	atomic_long_inc(&xpmem_stats.invalidations);
 	if (mapped && start < end)
-		xpmem_att_zap(att, start - att->seg->vaddr, end - start);
+		xpmem_att_zap(att, m->r.off + (start - m->r.oaddr),
+			      end - start);
 	return true;
 }
 
@@ -590,9 +595,10 @@ static vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf,
 
 /*
  * Attacher window [*lo, *hi) around the fault, at most @pages (a power of
- * two) aligned to its size, inside the attacher and the owner VMA.
+ * two) aligned to its size, inside the attacher VMA, the owner VMA and the
+ * mirror @m.
  */
-static void xpmem_fault_window(struct vm_fault *vmf,
+static void xpmem_fault_window(struct vm_fault *vmf, struct xpmem_mirror *m,
 			       struct vm_area_struct *ovma, unsigned long oaddr,
 			       unsigned long pages, unsigned long *lo,
 			       unsigned long *hi)
@@ -606,18 +612,42 @@ static void xpmem_fault_window(struct vm_fault *vmf,
 	unsigned long above = min(ALIGN_DOWN(addr, win) + win, vma->vm_end) -
 			      addr;
 
-	below = min(below, oaddr - ovma->vm_start);
-	above = min(above, ovma->vm_end - oaddr);
+	below = min3(below, oaddr - ovma->vm_start, oaddr - m->r.oaddr);
+	above = min3(above, ovma->vm_end - oaddr,
+		     m->r.oaddr + m->r.len - oaddr);
 	*lo = addr - below;
 	*hi = addr + above;
+}
+
+/* The mirror of @att that holds segment offset @off (in the attachment). */
+static struct xpmem_mirror *xpmem_att_mirror_at(struct xpmem_att *att,
+						unsigned long off)
+{
+	unsigned int i = xpmem_seg_range_index(att->seg, off) -
+			 att->first_range;
+
+	return &att->mirrors[min(i, att->nr_mirrors - 1)];
+}
+
+/* The mirror of the attacher page @vmf faults on, and its owner address. */
+static struct xpmem_mirror *xpmem_fault_mirror(struct vm_fault *vmf,
+					       unsigned long *oaddr)
+{
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	unsigned long off = vmf->pgoff << PAGE_SHIFT;
+	struct xpmem_mirror *m = xpmem_att_mirror_at(att, off);
+
+	*oaddr = xpmem_range_oaddr(&m->r, off);
+	return m;
 }
 
 /* Owner address of the attacher page @vmf faults on. */
 static unsigned long xpmem_fault_oaddr(struct vm_fault *vmf)
 {
-	struct xpmem_att *att = vmf->vma->vm_private_data;
+	unsigned long oaddr;
 
-	return att->seg->vaddr + (vmf->pgoff << PAGE_SHIFT);
+	xpmem_fault_mirror(vmf, &oaddr);
+	return oaddr;
 }
 
 /* What a resolution is for. */
@@ -728,11 +758,12 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 				      unsigned long *pfns, unsigned long maxpages)
 {
 	struct xpmem_att *att = vmf->vma->vm_private_data;
-	unsigned long oaddr = xpmem_fault_oaddr(vmf);
+	unsigned long oaddr;
+	struct xpmem_mirror *m = xpmem_fault_mirror(vmf, &oaddr);
 	bool mkwrite = kind == XPMEM_FAULT_MKWRITE;
 	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
 	struct hmm_range range = {
-		.notifier = &att->notifier,
+		.notifier = &m->notifier,
 		.hmm_pfns = pfns,
 		.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
 	};
@@ -753,10 +784,12 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 		hi = lo + PMD_SIZE;
 		if (oaddr - (vmf->address - lo) < ovma->vm_start ||
 		    ovma->vm_end - oaddr < hi - vmf->address ||
+		    oaddr - (vmf->address - lo) < m->r.oaddr ||
+		    m->r.oaddr + m->r.len - oaddr < hi - vmf->address ||
 		    xpmem_owner_maps_ptes(owner, oaddr & PMD_MASK))
 			return VM_FAULT_FALLBACK;
 	} else {
-		xpmem_fault_window(vmf, ovma, oaddr, maxpages, &lo, &hi);
+		xpmem_fault_window(vmf, m, ovma, oaddr, maxpages, &lo, &hi);
 	}
 	npages = (hi - lo) >> PAGE_SHIFT;
 	fidx = (vmf->address - lo) >> PAGE_SHIFT;
@@ -774,7 +807,7 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	list_add(&win.node, &att->faults);
 	mutex_unlock(&att->lock);
 again:
-	range.notifier_seq = mmu_interval_read_begin(&att->notifier);
+	range.notifier_seq = mmu_interval_read_begin(&m->notifier);
 	memset(pfns, 0, npages * sizeof(*pfns));
 	pfns[fidx] = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
 	err = hmm_range_fault(&range);
@@ -1063,8 +1096,8 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 	}
 	if (vma->vm_mm != att->mm || READ_ONCE(att->dead) ||
 	    haddr < vma->vm_start || vma->vm_end - haddr < PMD_SIZE ||
-	    !IS_ALIGNED(att->seg->vaddr + (vmf->pgoff << PAGE_SHIFT) -
-			(vmf->address - haddr), PMD_SIZE))
+	    !IS_ALIGNED(xpmem_fault_oaddr(vmf) - (vmf->address - haddr),
+			PMD_SIZE))
 		return VM_FAULT_FALLBACK;
 	pfns = kmalloc_array(PTRS_PER_PMD, sizeof(*pfns),
 			     GFP_KERNEL | __GFP_NOWARN);
@@ -1115,7 +1148,8 @@ unsigned long xpmem_att_get_unmapped_area(struct file *file,
 	    !xpmem_fault_huge_enabled() || len > TASK_SIZE - PMD_SIZE)
 		return mm_get_unmapped_area(current->mm, NULL, addr, len, 0,
 					    flags);
-	want = (att->seg->vaddr + (pgoff << PAGE_SHIFT)) & ~PMD_MASK;
+	want = xpmem_range_oaddr(&att->mirrors[0].r, pgoff << PAGE_SHIFT) &
+	       ~PMD_MASK;
 	ret = mm_get_unmapped_area(current->mm, NULL, 0, len + PMD_SIZE, 0,
 				   flags);
 	if (IS_ERR_VALUE(ret))

@@ -9,13 +9,16 @@
  *                      gets -XPMEM_ERRNO_NOPROC (the classic convention that
  *                      makes a child after fork() reopen the device).
  *                      Counts its objects against the module's limits.
- * struct xpmem_seg     an exported range [vaddr, vaddr + size) of the owner's
- *                      mm.  Holds identity and permissions only; it mirrors
- *                      nothing itself.
+ * struct xpmem_seg     exported ranges of the owner's mm, one after the
+ *                      other in segment offsets (one range, or several
+ *                      with EXT_MAKE's IOV).  Holds identity and
+ *                      permissions only; it mirrors nothing itself.
  * struct xpmem_permit  the right of one process to attach one segment (apid).
  * struct xpmem_att     one attachment: the VMA(s) of a pseudo file created by
- *                      ATTACH.  Mirrors the owner's range it maps through its
- *                      own mmu_interval_notifier, and has its own inode, so
+ *                      ATTACH.  Mirrors the owner's ranges it maps through
+ *                      its own mmu_interval_notifiers (struct xpmem_mirror,
+ *                      one per segment range it covers, all under the one
+ *                      att->lock), and has its own inode, so
  *                      invalidating it is unmap_mapping_range() on that
  *                      inode and touches no other attachment.  Lives as long
  *                      as its file (i.e. as long as any VMA maps it).
@@ -135,14 +138,20 @@ struct xpmem_ctx {
 	struct list_head proc_node;	/* xpmem_proc_tg.ctxs (proc_ctx_lock) */
 };
 
+/* One owner range of a segment: segment offsets [off, off + len). */
+struct xpmem_seg_range {
+	unsigned long oaddr;		/* owner address of off */
+	unsigned long off;
+	unsigned long len;		/* bytes, page multiple */
+};
+
 struct xpmem_seg {
 	struct kref ref;
 	struct xpmem_id id;
 	struct xpmem_ctx *ctx;		/* owner ctx; NULL once removed */
 	struct list_head ctx_node;
 	struct mm_struct *mm;		/* mmgrab()ed owner mm */
-	unsigned long vaddr;		/* owner start address */
-	unsigned long size;		/* bytes, page multiple */
+	unsigned long size;		/* bytes: the ranges' total */
 	kuid_t uid;
 	kgid_t gid;
 	umode_t mode;			/* 0777-style permit mode */
@@ -160,6 +169,8 @@ struct xpmem_seg {
 	u8 key[XPMEM_EXT_KEY_MAX];
 	u8 auth_len;			/* 0: no authorization key */
 	u8 auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
+	unsigned int nr_ranges;		/* >= 1 */
+	struct xpmem_seg_range ranges[] __counted_by(nr_ranges);
 };
 
 /* What EXT_MAKE and EXT_GET add to the classic commands. */
@@ -185,6 +196,17 @@ struct xpmem_permit {
 	bool released;
 };
 
+/*
+ * The part of one segment range an attachment maps, and the notifier that
+ * mirrors it (xpmem_fault.c).
+ */
+struct xpmem_mirror {
+	struct mmu_interval_notifier notifier;
+	struct xpmem_att *att;
+	struct xpmem_seg_range r;	/* within one segment range */
+	bool live;			/* notifier inserted */
+};
+
 struct xpmem_att {
 	struct xpmem_permit *permit;	/* referenced */
 	struct xpmem_seg *seg;		/* referenced */
@@ -196,9 +218,7 @@ struct xpmem_att {
 	unsigned long size;
 	bool writable;
 	struct inode *inode;		/* address_space of the VMAs */
-	struct mmu_interval_notifier notifier;	/* owner's mapped range */
-	bool notifier_live;
-	struct mutex lock;		/* the notifier lock */
+	struct mutex lock;		/* the notifiers' lock */
 	struct mutex pt_lock;		/* page table population (fault.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
 	bool dead;			/* under lock: SIGBUS on fault */
@@ -209,6 +229,9 @@ struct xpmem_att {
 		unsigned long oaddr;	/* owner address; 0: empty */
 		unsigned long pfn;
 	} wok[XPMEM_WOK_SLOTS];
+	unsigned int first_range;	/* segment range of mirrors[0] */
+	unsigned int nr_mirrors;	/* >= 1 */
+	struct xpmem_mirror mirrors[] __counted_by(nr_mirrors);
 };
 
 /*
@@ -251,9 +274,19 @@ void xpmem_id_unpublish(struct xpmem_id *id);
 struct xpmem_id *xpmem_id_lookup(struct xpmem_id_table *table, u64 id);
 
 /* xpmem_seg.c: segments */
-int xpmem_seg_make(struct xpmem_ctx *ctx, u64 vaddr, u64 size,
-		   unsigned int mode, const struct xpmem_seg_opts *opts,
-		   xpmem_segid_t *segid);
+int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
+		   unsigned int nr, unsigned int mode,
+		   const struct xpmem_seg_opts *opts, xpmem_segid_t *segid);
+unsigned int xpmem_seg_range_index(const struct xpmem_seg *seg,
+				   unsigned long off);
+
+/* Owner address of segment offset @off, which lies in range @r. */
+static inline unsigned long xpmem_range_oaddr(const struct xpmem_seg_range *r,
+					      unsigned long off)
+{
+	return r->oaddr + (off - r->off);
+}
+
 int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
 struct xpmem_seg *xpmem_seg_lookup(xpmem_segid_t segid);
 struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len);

@@ -182,7 +182,7 @@ static long xpmem_ioctl_ext_query(void __user *uarg)
 	q.module_version = XPMEM_VERSION_CODE;
 	q.fault_window_pages = xpmem_fault_window_pages();
 	q.features = XPMEM_EXT_KF_ATTACH | XPMEM_EXT_KF_KEYS |
-		     XPMEM_EXT_KF_COPY |
+		     XPMEM_EXT_KF_COPY | XPMEM_EXT_KF_MAKE_IOV |
 		     (IS_ENABLED(CONFIG_IO_URING) ? XPMEM_EXT_KF_URING : 0) |
 		     (xpmem_fault_huge_enabled() ? XPMEM_EXT_KF_HUGE_PMD : 0);
 	q.commands = XPMEM_EXT_COMMANDS;
@@ -205,22 +205,56 @@ static bool xpmem_key_field_ok(bool set, u32 len, const u8 *buf, u32 max)
 	return len && len <= max && xpmem_zeroed(buf + len, max - len);
 }
 
+/*
+ * EXT_MAKE's buffers: the one (vaddr, size) in *@one, or with IOV an
+ * array of @cmd->size read from @cmd->vaddr into *@alloc.
+ */
+static int xpmem_make_iov(const struct xpmem_ext_make *cmd,
+			  struct xpmem_ext_iov *one,
+			  struct xpmem_ext_iov **alloc)
+{
+	u64 nr = cmd->size;
+
+	*alloc = NULL;
+	if (!(cmd->flags & XPMEM_EXT_MAKE_IOV)) {
+		one->base = cmd->vaddr;
+		one->len = cmd->size;
+		return 0;
+	}
+	if (!nr || nr > XPMEM_EXT_MAKE_IOV_MAX)
+		return -EINVAL;
+	*alloc = memdup_user(u64_to_user_ptr(cmd->vaddr),
+			     nr * sizeof(**alloc));
+	if (IS_ERR(*alloc)) {
+		int ret = PTR_ERR(*alloc);
+
+		*alloc = NULL;
+		return ret;
+	}
+	return 0;
+}
+
 static long xpmem_ioctl_ext_make(struct xpmem_ctx *ctx, void __user *uarg)
 {
-	struct xpmem_ext_make cmd;
+	struct xpmem_ext_iov one, *iov;
 	struct xpmem_seg_opts opts = {};
+	struct xpmem_ext_make cmd;
 	xpmem_segid_t segid;
 	int ret;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
+	ret = -EINVAL;
 	if ((cmd.flags & ~XPMEM_EXT_MAKE_FLAGS) ||
 	    !xpmem_zeroed(cmd.reserved, sizeof(cmd.reserved)) ||
 	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_MAKE_KEY, cmd.key_len,
 				cmd.key, sizeof(cmd.key)) ||
 	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_MAKE_AUTH, cmd.auth_len,
 				cmd.auth, sizeof(cmd.auth)))
-		return -EINVAL;
+		goto out;
+	ret = xpmem_make_iov(&cmd, &one, &iov);
+	if (ret)
+		goto out;
 	opts.rdonly = cmd.flags & XPMEM_EXT_MAKE_RDONLY;
 	if (cmd.flags & XPMEM_EXT_MAKE_KEY) {
 		opts.key = cmd.key;
@@ -230,15 +264,18 @@ static long xpmem_ioctl_ext_make(struct xpmem_ctx *ctx, void __user *uarg)
 		opts.auth = cmd.auth;
 		opts.auth_len = cmd.auth_len;
 	}
-	ret = xpmem_seg_make(ctx, cmd.vaddr, cmd.size, cmd.mode, &opts, &segid);
-	memzero_explicit(&cmd, sizeof(cmd));	/* the authorization key */
+	ret = xpmem_seg_make(ctx, iov ? iov : &one, iov ? cmd.size : 1,
+			     cmd.mode, &opts, &segid);
+	kfree(iov);
 	if (ret)
-		return ret;
+		goto out;
 	if (put_user(segid, &((struct xpmem_ext_make __user *)uarg)->segid)) {
 		xpmem_remove(ctx, segid);
-		return -EFAULT;
+		ret = -EFAULT;
 	}
-	return 0;
+out:
+	memzero_explicit(&cmd, sizeof(cmd));	/* the authorization key */
+	return ret;
 }
 
 static long xpmem_ioctl_ext_get(struct xpmem_ctx *ctx, void __user *uarg)

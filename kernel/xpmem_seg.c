@@ -177,12 +177,65 @@ struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len)
 	return seg;
 }
 
+/*
+ * Fill @seg's ranges from @iov (@nr buffers, checked here): page aligned,
+ * non-empty, inside the user address space.  A single buffer may be
+ * XPMEM_MAXADDR_SIZE long: everything from its base to the top.
+ */
+static int xpmem_seg_set_ranges(struct xpmem_seg *seg,
+				const struct xpmem_ext_iov *iov,
+				unsigned int nr, unsigned long limit)
+{
+	unsigned long off = 0;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		u64 base = iov[i].base, len = iov[i].len;
+
+		if (base >= limit || offset_in_page(base))
+			return -EINVAL;
+		if (nr == 1 && len == (u64)XPMEM_MAXADDR_SIZE)
+			len = limit - base;
+		else if (!len || offset_in_page(len) || len > limit - base)
+			return -EINVAL;
+		seg->ranges[i].oaddr = base;
+		seg->ranges[i].off = off;
+		seg->ranges[i].len = len;
+		off += len;	/* <= XPMEM_EXT_MAKE_IOV_MAX * limit */
+	}
+	seg->size = off;
+	return 0;
+}
+
 /**
- * xpmem_seg_make - MAKE and EXT_MAKE: export a range of the caller's memory
+ * xpmem_seg_range_index - which range of @seg holds segment offset @off
+ * @seg: the segment
+ * @off: an offset below seg->size
+ */
+unsigned int xpmem_seg_range_index(const struct xpmem_seg *seg,
+				   unsigned long off)
+{
+	unsigned int lo = 0, hi = seg->nr_ranges - 1;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo + 1) / 2;
+
+		if (seg->ranges[mid].off <= off)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/**
+ * xpmem_seg_make - MAKE and EXT_MAKE: export ranges of the caller's memory
  * @ctx: the caller's device context
- * @vaddr: start, page aligned
- * @size: bytes, a page multiple, or XPMEM_MAXADDR_SIZE for everything from
- *        @vaddr to the top of the user address space, holes included
+ * @iov: the buffers, one after the other in segment offsets: each page
+ *       aligned; a single one may be XPMEM_MAXADDR_SIZE long, for
+ *       everything from its base to the top of the user address space,
+ *       holes included
+ * @nr: how many, 1..XPMEM_EXT_MAKE_IOV_MAX
  * @mode: permit mode, 0..0777
  * @opts: EXT_MAKE's options (checked by the caller), or NULL
  * @segid: the new segment's id on success
@@ -191,39 +244,34 @@ struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len)
  * the caller's IPC namespace, -ENOSPC over the max_segments limit,
  * -ENOMEM, -EAGAIN.
  */
-int xpmem_seg_make(struct xpmem_ctx *ctx, u64 vaddr, u64 size,
-		   unsigned int mode, const struct xpmem_seg_opts *opts,
-		   xpmem_segid_t *segid)
+int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
+		   unsigned int nr, unsigned int mode,
+		   const struct xpmem_seg_opts *opts, xpmem_segid_t *segid)
 {
 	struct mm_struct *mm = current->mm;
-	unsigned long limit = mm->task_size;
 	struct xpmem_seg *seg;
 	int ret;
 
-	if (mode & ~XPMEM_PERMIT_MODE_MASK)
-		return -EINVAL;
-	if (vaddr >= limit || offset_in_page(vaddr))
-		return -EINVAL;
-	if (size == (u64)XPMEM_MAXADDR_SIZE)
-		size = limit - vaddr;
-	else if (!size || offset_in_page(size) || size > limit - vaddr)
+	if ((mode & ~XPMEM_PERMIT_MODE_MASK) || !nr ||
+	    nr > XPMEM_EXT_MAKE_IOV_MAX)
 		return -EINVAL;
 
+	seg = kzalloc(struct_size(seg, ranges, nr), GFP_KERNEL_ACCOUNT);
+	if (!seg)
+		return -ENOMEM;
+	seg->nr_ranges = nr;
+	ret = xpmem_seg_set_ranges(seg, iov, nr, mm->task_size);
+	if (ret)
+		goto free_ranges;
+	ret = -ENOSPC;
 	if (!xpmem_charge(&ctx->nr_segs, READ_ONCE(xpmem_max_segments)))
-		return -ENOSPC;
-	seg = kzalloc(sizeof(*seg), GFP_KERNEL_ACCOUNT);
-	if (!seg) {
-		ret = -ENOMEM;
-		goto uncharge;
-	}
+		goto free_ranges;
 	kref_init(&seg->ref);
 	mutex_init(&seg->att_lock);
 	INIT_LIST_HEAD(&seg->atts);
 	INIT_LIST_HEAD(&seg->ctx_node);
 	INIT_HLIST_NODE(&seg->id.node);
 	INIT_HLIST_NODE(&seg->key_node);
-	seg->vaddr = vaddr;
-	seg->size = size;
 	seg->uid = current_euid();
 	seg->gid = current_egid();
 	seg->mode = mode;
@@ -273,9 +321,9 @@ free_seg:
 	mmdrop(mm);
 	put_user_ns(seg->user_ns);
 	xpmem_put_ipc_ns(seg->ipc_ns);
-	kfree(seg);
-uncharge:
 	atomic_dec(&ctx->nr_segs);
+free_ranges:
+	kfree(seg);
 	return ret;
 }
 
@@ -288,11 +336,13 @@ uncharge:
  */
 int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
 {
+	struct xpmem_ext_iov iov = { .base = cmd->vaddr, .len = cmd->size };
+
 	if (cmd->permit_type != XPMEM_PERMIT_MODE ||
 	    cmd->permit_value & ~(u64)XPMEM_PERMIT_MODE_MASK)
 		return -EINVAL;
-	return xpmem_seg_make(ctx, cmd->vaddr, cmd->size, cmd->permit_value,
-			      NULL, &cmd->segid);
+	return xpmem_seg_make(ctx, &iov, 1, cmd->permit_value, NULL,
+			      &cmd->segid);
 }
 
 /**

@@ -295,30 +295,52 @@ static int check_blob(const void *p, size_t len, size_t max)
 	return (!p && !len) || (p && len && len <= max) ? 0 : -EINVAL;
 }
 
-XPMEM_EXPORT xpmem_segid_t xpmem_ext_make(void *vaddr, size_t size, int mode,
-					  unsigned int flags, const void *key,
-					  size_t key_len, const void *auth,
-					  size_t auth_len)
+static xpmem_segid_t make_ext(const struct iovec *iov, int iovcnt, int mode,
+			      unsigned int flags, const void *key,
+			      size_t key_len, const void *auth,
+			      size_t auth_len, const char *what)
 {
 	const struct xpmem_lib_backend *b = active();
 	xpmem_segid_t segid = -1;
 	int ret;
 
 	if (!b)
-		return fail(errno, "xpmem_ext_make");
+		return fail(errno, what);
 	if ((flags & ~XPMEM_EXT_MAKE_RDONLY) || mode < 0 ||
 	    ((unsigned int)mode & ~XPMEM_LIB_MODE_MASK) ||
+	    !iov || iovcnt < 1 || iovcnt > XPMEM_EXT_MAKE_IOV_MAX ||
 	    check_blob(key, key_len, XPMEM_EXT_KEY_MAX) ||
 	    check_blob(auth, auth_len, XPMEM_EXT_AUTH_MAX))
 		ret = -EINVAL;
 	else if (!b->make_ext)
 		ret = -EOPNOTSUPP;
 	else
-		ret = b->make_ext(vaddr, size, mode, flags, key, key_len, auth,
+		ret = b->make_ext(iov, iovcnt, mode, flags, key, key_len, auth,
 				  auth_len, &segid);
 	if (ret)
-		return fail(-ret, "xpmem_ext_make");
+		return fail(-ret, what);
 	return segid;
+}
+
+XPMEM_EXPORT xpmem_segid_t xpmem_ext_make(void *vaddr, size_t size, int mode,
+					  unsigned int flags, const void *key,
+					  size_t key_len, const void *auth,
+					  size_t auth_len)
+{
+	struct iovec one = { .iov_base = vaddr, .iov_len = size };
+
+	return make_ext(&one, 1, mode, flags, key, key_len, auth, auth_len,
+			"xpmem_ext_make");
+}
+
+XPMEM_EXPORT xpmem_segid_t xpmem_ext_makev(const struct iovec *iov,
+					   int iovcnt, int mode,
+					   unsigned int flags, const void *key,
+					   size_t key_len, const void *auth,
+					   size_t auth_len)
+{
+	return make_ext(iov, iovcnt, mode, flags, key, key_len, auth,
+			auth_len, "xpmem_ext_makev");
 }
 
 static xpmem_apid_t get_ext(xpmem_segid_t segid, const void *key,

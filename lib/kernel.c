@@ -202,6 +202,8 @@ static unsigned long kernel_more_features(void)
 		f |= XPMEM_EXT_F_COPY;
 	if (query_features & XPMEM_EXT_KF_URING)
 		f |= XPMEM_EXT_F_URING;
+	if (query_features & XPMEM_EXT_KF_MAKE_IOV)
+		f |= XPMEM_EXT_F_MAKEV;
 	return f;
 }
 
@@ -226,21 +228,35 @@ static int keyed_ioctl(unsigned long nr, void *cmd, __u8 *kdst,
 	return ret;
 }
 
-static int kernel_make_ext(void *vaddr, size_t size, int mode,
+/* One buffer is the classic (vaddr, size); several the IOV form. */
+static int kernel_make_ext(const struct iovec *iov, int iovcnt, int mode,
 			   unsigned int flags, const void *key, size_t key_len,
 			   const void *auth, size_t auth_len,
 			   xpmem_segid_t *segid)
 {
+	struct xpmem_ext_iov vec[XPMEM_EXT_MAKE_IOV_MAX];
 	struct xpmem_ext_make cmd = {
-		.vaddr = (__u64)(uintptr_t)vaddr,
-		.size = size,
+		.vaddr = (__u64)(uintptr_t)iov[0].iov_base,
+		.size = iov[0].iov_len,
 		.flags = flags | (key ? XPMEM_EXT_MAKE_KEY : 0) |
 			 (auth ? XPMEM_EXT_MAKE_AUTH : 0),
 		.mode = (__u32)mode,
 		.key_len = (__u32)key_len,
 		.auth_len = (__u32)auth_len,
 	};
-	int ret;
+	int i, ret;
+
+	if (iovcnt > 1) {
+		if (!(kernel_more_features() & XPMEM_EXT_F_MAKEV))
+			return -EOPNOTSUPP;
+		for (i = 0; i < iovcnt; i++) {
+			vec[i].base = (__u64)(uintptr_t)iov[i].iov_base;
+			vec[i].len = iov[i].iov_len;
+		}
+		cmd.vaddr = (__u64)(uintptr_t)vec;
+		cmd.size = (__u64)iovcnt;
+		cmd.flags |= XPMEM_EXT_MAKE_IOV;
+	}
 
 	ret = keyed_ioctl(XPMEM_CMD_EXT_MAKE, &cmd, cmd.key, key, key_len,
 			  cmd.auth, auth, auth_len);

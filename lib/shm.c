@@ -59,7 +59,7 @@ static int shm_make(void *vaddr, size_t size, int mode, xpmem_segid_t *segid)
  * uid read its memory through /proc without asking it, so a secret could
  * bind only the others.
  */
-static int shm_make_ext(void *vaddr, size_t size, int mode,
+static int shm_make_ext(const struct iovec *iov, int iovcnt, int mode,
 			unsigned int flags, const void *key, size_t key_len,
 			const void *auth, size_t auth_len, xpmem_segid_t *segid)
 {
@@ -68,9 +68,13 @@ static int shm_make_ext(void *vaddr, size_t size, int mode,
 		xpmem_lib_log("make: no authorization keys on the shm backend");
 		return -EOPNOTSUPP;
 	}
+	if (iovcnt > 1) {
+		xpmem_lib_log("make: one buffer per segment on the shm backend");
+		return -EOPNOTSUPP;
+	}
 	pthread_once(&atfork_once, shm_register_atfork);
-	return xpmem_lib_shm_make(vaddr, size, mode, flags, key, key_len,
-				  segid);
+	return xpmem_lib_shm_make(iov[0].iov_base, iov[0].iov_len, mode,
+				  flags, key, key_len, segid);
 }
 
 static int shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)

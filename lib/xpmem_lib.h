@@ -66,10 +66,15 @@ struct xpmem_lib_backend {
 	int (*make)(void *vaddr, size_t size, int mode, xpmem_segid_t *segid);
 	int (*remove)(xpmem_segid_t segid);
 	int (*get)(xpmem_segid_t segid, int flags, xpmem_apid_t *apid);
-	/* keys (XPMEM_EXT_F_KEYS); NULL where the backend has none */
-	int (*make_ext)(void *vaddr, size_t size, int mode, unsigned int flags,
-			const void *key, size_t key_len, const void *auth,
-			size_t auth_len, xpmem_segid_t *segid);
+	/*
+	 * keys (XPMEM_EXT_F_KEYS), and with more than one buffer
+	 * XPMEM_EXT_F_MAKEV; NULL where the backend has none.  @iov: @iovcnt
+	 * (1..XPMEM_EXT_MAKE_IOV_MAX) buffers
+	 */
+	int (*make_ext)(const struct iovec *iov, int iovcnt, int mode,
+			unsigned int flags, const void *key, size_t key_len,
+			const void *auth, size_t auth_len,
+			xpmem_segid_t *segid);
 	int (*get_ext)(xpmem_segid_t segid, const void *key, size_t key_len,
 		       int flags, const void *auth, size_t auth_len,
 		       xpmem_apid_t *apid, xpmem_segid_t *found);

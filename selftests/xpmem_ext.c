@@ -541,7 +541,7 @@ TEST_F(ext, make_rejects_each_bad_field)
 	const unsigned int all = XPMEM_EXT_MAKE_KEY | XPMEM_EXT_MAKE_AUTH;
 	struct xpmem_ext_make m;
 
-	for (unsigned int bit = 3; bit < 32; bit++) {
+	for (unsigned int bit = 4; bit < 32; bit++) {
 		m = mk(self->s.buf, all | (1U << bit));
 		ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
 	}
