@@ -402,6 +402,7 @@ TEST_F(lib, backend_signals)
 		ASSERT_TRUE((f & XPMEM_EXT_F_ATTACH_OPTS) != 0);
 		ASSERT_TRUE((f & XPMEM_EXT_F_KEYS) != 0);
 		ASSERT_TRUE((f & XPMEM_EXT_F_AUTH) != 0);
+		ASSERT_TRUE((f & XPMEM_EXT_F_MAKEV) != 0);
 		ASSERT_STREQ("kernel", xpmem_ext_backend_name(self->backend));
 	}
 }
@@ -1209,6 +1210,93 @@ TEST_F(lib, ext_make_rdonly)
 	ASSERT_EQ(0, xpmem_release(apid));
 	ASSERT_EQ(0, xpmem_remove(segid));
 	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/*
+ * xpmem_ext_makev(): argument checks and one buffer on every backend;
+ * three buffers, out of address order, where XPMEM_EXT_F_MAKEV says so
+ * (a child attaches them as one mapping, reads each and writes across
+ * the boundaries), EOPNOTSUPP where it does not.
+ */
+TEST_F(lib, ext_makev)
+{
+	const size_t pages[3] = { 2, 1, 3 }, at[3] = { 8, 0, 3 };
+	unsigned char *r = anon(12 * page), *one = xpmem_ext_alloc(page, 0);
+	struct iovec iov[3];
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	size_t total = 0;
+	pid_t pid;
+
+	ASSERT_NE(NULL, r);
+	ASSERT_NE(NULL, one);
+	for (int i = 0; i < 3; i++) {
+		iov[i].iov_base = r + at[i] * page;
+		iov[i].iov_len = pages[i] * page;
+		memset(iov[i].iov_base, 'a' + i, iov[i].iov_len);
+		total += iov[i].iov_len;
+	}
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_makev(NULL, 1, 0600, 0, NULL, 0, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_ext_makev(iov, 0, 0600, 0, NULL, 0, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_ext_makev(iov, XPMEM_EXT_MAKE_IOV_MAX + 1, 0600,
+				      0, NULL, 0, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+
+	/* one buffer: xpmem_ext_make() */
+	struct iovec v1 = { one, page };
+
+	memset(one, 0x3c, page);
+	segid = xpmem_ext_makev(&v1, 1, 0600, 0, NULL, 0, NULL, 0);
+	ASSERT_LT(0, segid);
+	apid = xpmem_get(segid, XPMEM_RDONLY, XPMEM_PERMIT_MODE, NULL);
+	ASSERT_LT(0, apid);
+	unsigned char got;
+
+	ASSERT_EQ(1, xpmem_ext_copy(apid, page - 1, &got, 1, 0));
+	ASSERT_EQ(0x3c, got);
+	ASSERT_EQ(0, xpmem_release(apid));
+	ASSERT_EQ(0, xpmem_remove(segid));
+
+	segid = xpmem_ext_makev(iov, 3, 0600, 0, NULL, 0, NULL, 0);
+	if (!(xpmem_ext_features() & XPMEM_EXT_F_MAKEV)) {
+		ASSERT_EQ(-1, segid);
+		ASSERT_EQ(EOPNOTSUPP, errno);
+		goto out;
+	}
+	ASSERT_LT(0, segid);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct xpmem_addr addr = { .offset = 0 };
+		unsigned char *p;
+		size_t off = 0;
+
+		addr.apid = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE,
+				      NULL);
+		p = addr.apid > 0 ? xpmem_attach(addr, total, NULL) :
+				    (void *)-1;
+		if (p == (void *)-1)
+			_exit(1);
+		for (int i = 0; i < 3; off += iov[i++].iov_len)
+			for (size_t b = 0; b < iov[i].iov_len; b++)
+				if (p[off + b] != 'a' + i)
+					_exit(2);
+		p[pages[0] * page - 1] = 'X';	/* last of buffer 0 */
+		p[pages[0] * page] = 'Y';	/* first of buffer 1 */
+		p[total - 1] = 'Z';		/* last of buffer 2 */
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ('X', r[at[0] * page + pages[0] * page - 1]);
+	ASSERT_EQ('Y', r[at[1] * page]);
+	ASSERT_EQ('Z', r[(at[2] + pages[2]) * page - 1]);
+	ASSERT_EQ(0, xpmem_remove(segid));
+out:
+	ASSERT_EQ(0, xpmem_ext_free(one));
+	munmap(r, 12 * page);
 }
 
 /* ---- peers of another uid ----------------------------------------------- */

@@ -1077,7 +1077,33 @@ static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
 		.vaddr = c->vaddr, .size = c->size,
 		.mode = (uint32_t)c->permit_value,
 	};
+	struct xpmem_ext_iov iov[4];
 	long r;
+
+	/*
+	 * Half of them vectored: the same range cut into 2-4 buffers in
+	 * order, so that the segment's bytes (the model) are unchanged but
+	 * faults, copies and invalidations cross buffers; a malformed make
+	 * as one buffer, which must fail as well.
+	 */
+	if (chance(&f->r, 50) &&
+	    (bad || (c->size != XPMEM_MAXADDR_SIZE && c->size >= 2 * PG))) {
+		uint64_t left = bad ? 1 : c->size / PG, at = c->vaddr;
+		unsigned int k = bad ? 1 : 2 + rnd(&f->r, 3), i;
+
+		for (i = 0; i < k && left; i++) {
+			uint64_t n = i == k - 1 ? left :
+				     1 + rnd(&f->r, left - (left > 1));
+
+			iov[i].base = at;
+			iov[i].len = bad ? c->size : n * PG;
+			at += n * PG;
+			left -= n;
+		}
+		x.vaddr = (uintptr_t)iov;
+		x.size = i;
+		x.flags |= XPMEM_EXT_MAKE_IOV;
+	}
 
 	if (chance(&f->r, 50)) {
 		x.flags |= XPMEM_EXT_MAKE_KEY;
@@ -1092,7 +1118,7 @@ static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
 	/* what has no EXT_MAKE counterpart becomes an unknown flag */
 	if (bad && (c->permit_type != XPMEM_PERMIT_MODE ||
 		    c->permit_value > 0777))
-		x.flags |= 0x8U << rnd(&f->r, 28);
+		x.flags |= 0x10U << rnd(&f->r, 28);
 	if (chance(&f->r, 3))
 		x.key_len = XPMEM_EXT_KEY_MAX + 1;	/* and so must fail */
 	r = xp_ioctl(f->fd, XPMEM_CMD_EXT_MAKE, fz_arg(f, am, &x, sizeof(x)));
