@@ -50,8 +50,10 @@ static void shm_register_atfork(void)
 /* Wrappers that make sure fork() is handled before any state exists. */
 static int shm_make(void *vaddr, size_t size, int mode, xpmem_segid_t *segid)
 {
+	struct iovec one = { .iov_base = vaddr, .iov_len = size };
+
 	pthread_once(&atfork_once, shm_register_atfork);
-	return xpmem_lib_shm_make(vaddr, size, mode, 0, NULL, 0, segid);
+	return xpmem_lib_shm_make(&one, 1, mode, 0, NULL, 0, segid);
 }
 
 /*
@@ -68,13 +70,9 @@ static int shm_make_ext(const struct iovec *iov, int iovcnt, int mode,
 		xpmem_lib_log("make: no authorization keys on the shm backend");
 		return -EOPNOTSUPP;
 	}
-	if (iovcnt > 1) {
-		xpmem_lib_log("make: one buffer per segment on the shm backend");
-		return -EOPNOTSUPP;
-	}
 	pthread_once(&atfork_once, shm_register_atfork);
-	return xpmem_lib_shm_make(iov[0].iov_base, iov[0].iov_len, mode,
-				  flags, key, key_len, segid);
+	return xpmem_lib_shm_make(iov, iovcnt, mode, flags, key, key_len,
+				  segid);
 }
 
 static int shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
@@ -108,6 +106,7 @@ static int shm_alloc(size_t size, unsigned int flags, void **addr)
 const struct xpmem_lib_backend xpmem_lib_shm_backend = {
 	.id = XPMEM_EXT_BACKEND_SHM,
 	.features = XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
+		    XPMEM_EXT_F_MAKEV |
 		    XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
 		    XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING,
 	.version = shm_version,

@@ -199,7 +199,8 @@ int xpmem_lib_shm_huge_create(size_t size, int *fd);
 void xpmem_lib_shm_copy_nonzero(void *dst, const void *src, size_t size);
 
 /* shm_owner.c */
-int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
+/* @n (1..XPMEM_EXT_MAKE_IOV_MAX) buffers at @iov as one segment */
+int xpmem_lib_shm_make(const struct iovec *iov, int n, int mode,
 		       unsigned int flags, const void *key, size_t key_len,
 		       xpmem_segid_t *segid);
 int xpmem_lib_shm_remove(xpmem_segid_t segid);

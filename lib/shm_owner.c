@@ -4,12 +4,16 @@
  * sits on a shared object), the registry, xpmem_make/xpmem_remove and the
  * allocator.
  *
- * A backing is either an allocator block (xpmem_ext_alloc) or a private
- * anonymous range migrated in place onto a shared object by xpmem_make.
- * Migration copies the range into a new object and maps the object
- * MAP_SHARED|MAP_FIXED over the same addresses; removing the last segment
- * of a migrated range, or fork() in the child, turns it back into private
- * anonymous memory the same way.  Both moves race with other threads
+ * A backing is either an allocator block (xpmem_ext_alloc) or private
+ * anonymous memory migrated in place onto a shared object by xpmem_make:
+ * one range, or (xpmem_ext_makev, a "vector" backing) several ranges laid
+ * out one after the other in one object, so that a peer maps the segment
+ * as one range of one object.  Migration copies the ranges into a new
+ * object and maps the object MAP_SHARED|MAP_FIXED over the same addresses
+ * (each range at its offset); removing the last segment of a migrated
+ * backing, or fork() in the child, turns it back into private anonymous
+ * memory the same way.  A vector backing has exactly one segment: its
+ * ranges cannot be exported again, whole or in part, while it lives.  Both moves race with other threads
  * touching the range: a store made by another thread during the copy can
  * be lost.  Callers must not use the range concurrently with make/remove.
  *
@@ -72,7 +76,14 @@
 /* Stack of the accept thread (it only loops over epoll_wait and accept4). */
 #define ACCEPT_STACK		(256 * 1024)
 
-enum backing_kind { BACKING_ALLOC, BACKING_MIGRATED };
+enum backing_kind { BACKING_ALLOC, BACKING_MIGRATED, BACKING_VECTOR };
+
+/* One owner range of a migrated backing, at object offset @off. */
+struct piece {
+	char *addr;
+	size_t size;
+	size_t off;
+};
 
 struct backing {
 	struct backing *next;
@@ -85,6 +96,8 @@ struct backing {
 	dev_t dev;
 	ino_t ino;
 	enum backing_kind kind;
+	struct piece *pieces;	/* BACKING_VECTOR: npieces ranges */
+	unsigned int npieces;
 	unsigned int nsegs;
 	unsigned int mode;	/* union of the modes of its segments */
 };
@@ -689,18 +702,47 @@ static void segment_unlisten_locked(struct segment *seg)
 
 /* ---- backings ---------------------------------------------------------- */
 
+/* The ranges a backing takes in our address space: 1, or its pieces. */
+static unsigned int backing_npieces(const struct backing *b)
+{
+	return b->kind == BACKING_VECTOR ? b->npieces : 1;
+}
+
+static struct piece backing_piece(const struct backing *b, unsigned int i)
+{
+	if (b->kind == BACKING_VECTOR)
+		return b->pieces[i];
+	return (struct piece){ .addr = b->addr, .size = b->size, .off = 0 };
+}
+
+static int overlaps(const char *a, size_t as, const char *b, size_t bs)
+{
+	return a < b + bs && b < a + as;
+}
+
+/*
+ * The backing that holds all of [addr, addr + size), or NULL with
+ * *@overlap set if one holds part of it.  A vector backing never holds a
+ * range for a new segment: it only overlaps.
+ */
 static struct backing *backing_find_locked(const char *addr, size_t size,
 					   int *overlap)
 {
 	struct backing *b;
+	unsigned int i;
 
 	*overlap = 0;
 	for (b = backings; b; b = b->next) {
-		if (addr >= b->addr && size <= b->size &&
+		if (b->kind != BACKING_VECTOR && addr >= b->addr &&
+		    size <= b->size &&
 		    (size_t)(addr - b->addr) <= b->size - size)
 			return b;
-		if (addr < b->addr + b->size && b->addr < addr + size)
-			*overlap = 1;
+		for (i = 0; i < backing_npieces(b); i++) {
+			struct piece pc = backing_piece(b, i);
+
+			if (overlaps(addr, size, pc.addr, pc.size))
+				*overlap = 1;
+		}
 	}
 	return NULL;
 }
@@ -773,54 +815,102 @@ static int range_is_private_anon(uintptr_t addr, size_t size, char *why,
 }
 
 /*
- * backing_migrate_locked - move a private anonymous range onto a new
- * shared object at the same address, keeping its contents.
+ * Give @n pieces that are mapped from object @fd back private anonymous
+ * memory with the same contents.  @view maps the object (or is NULL: the
+ * pieces stay shared, with a log line).
  */
-static int backing_migrate_locked(char *addr, size_t size,
-				  struct backing **out)
+static void pieces_unmigrate(const unsigned char *view, const struct piece *pc,
+			     unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (!view) {
+			xpmem_lib_log("cannot map object back, %p+%#zx stays "
+				      "shared", (void *)pc[i].addr, pc[i].size);
+		} else if (mmap(pc[i].addr, pc[i].size, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+				0) == MAP_FAILED) {
+			xpmem_lib_log("cannot remap %p privately (%s), range "
+				      "stays shared", (void *)pc[i].addr,
+				      strerror(errno));
+		} else {
+			xpmem_lib_shm_copy_nonzero(pc[i].addr, view + pc[i].off,
+						   pc[i].size);
+		}
+	}
+}
+
+/*
+ * backing_migrate_locked - move @n private anonymous ranges (@pc: their
+ * object offsets one after the other, @total bytes in all) onto a new
+ * shared object at the same addresses, keeping their contents.  One range
+ * makes a BACKING_MIGRATED backing, several a BACKING_VECTOR one (which
+ * takes over the array, malloc()ed by the caller).
+ */
+static int backing_migrate_locked(struct piece *pc, unsigned int n,
+				  size_t total, struct backing **out)
 {
 	struct backing *b;
+	unsigned char *view;
+	unsigned int i;
 	char why[200];
-	void *view;
 	int ret;
 
-	if (!range_is_private_anon((uintptr_t)addr, size, why, sizeof(why))) {
+	for (i = 0; i < n; i++) {
+		if (range_is_private_anon((uintptr_t)pc[i].addr, pc[i].size,
+					  why, sizeof(why)))
+			continue;
 		xpmem_lib_log("make %p+%#zx: %s; the shm backend exports only "
 			      "xpmem_ext_alloc() memory and private anonymous "
-			      "read-write ranges", (void *)addr, size, why);
+			      "read-write ranges", (void *)pc[i].addr,
+			      pc[i].size, why);
 		return -EOPNOTSUPP;
 	}
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->rofd = -1;
-	ret = xpmem_lib_shm_object_create(size, &b->fd);
+	ret = xpmem_lib_shm_object_create(total, &b->fd);
 	if (ret)
 		goto free_b;
 	ret = backing_stat(b);
 	if (ret)
 		goto close_fd;
-	view = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+	view = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
 	if (view == MAP_FAILED) {
 		ret = -errno;
 		goto close_fd;
 	}
-	xpmem_lib_shm_copy_nonzero(view, addr, size);
-	munmap(view, size);
-	if (mmap(addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-		 b->fd, 0) == MAP_FAILED) {
-		/* The private range is still in place, nothing was lost. */
-		ret = -errno;
-		goto close_fd;
+	for (i = 0; i < n; i++)
+		xpmem_lib_shm_copy_nonzero(view + pc[i].off, pc[i].addr,
+					   pc[i].size);
+	for (i = 0; i < n; i++) {
+		if (mmap(pc[i].addr, pc[i].size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, b->fd,
+			 (off_t)pc[i].off) == MAP_FAILED) {
+			/* this one is still private; undo the others */
+			ret = -errno;
+			pieces_unmigrate(view, pc, i);
+			munmap(view, total);
+			goto close_fd;
+		}
 	}
-	b->addr = addr;
-	b->size = b->used = size;
+	munmap(view, total);
+	b->size = b->used = total;
 	b->page = xpmem_lib_page_size();
-	b->kind = BACKING_MIGRATED;
+	if (n == 1) {
+		b->addr = pc[0].addr;
+		b->kind = BACKING_MIGRATED;
+	} else {
+		b->pieces = pc;
+		b->npieces = n;
+		b->kind = BACKING_VECTOR;
+	}
 	b->next = backings;
 	backings = b;
-	xpmem_lib_log("migrated %p+%#zx onto a shared object", (void *)addr,
-		      size);
+	xpmem_lib_log("migrated %u range(s) from %p, %#zx bytes, onto a shared "
+		      "object", n, (void *)pc[0].addr, total);
 	*out = b;
 	return 0;
 
@@ -832,29 +922,24 @@ free_b:
 }
 
 /*
- * backing_unmigrate - turn a migrated range back into private anonymous
- * memory with the same contents, and drop the object.
+ * backing_unmigrate - turn a migrated backing's ranges back into private
+ * anonymous memory with the same contents, drop the object, free @b.
  */
 static void backing_unmigrate(struct backing *b)
 {
+	struct piece one = backing_piece(b, 0);
 	void *view = mmap(NULL, b->size, PROT_READ, MAP_SHARED, b->fd, 0);
 
-	if (view == MAP_FAILED) {
-		xpmem_lib_log("cannot map object back (%s), range stays shared",
-			      strerror(errno));
-	} else if (mmap(b->addr, b->size, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-		   MAP_FAILED) {
-		xpmem_lib_log("cannot remap %p privately (%s), range stays "
-			      "shared", (void *)b->addr, strerror(errno));
+	pieces_unmigrate(view == MAP_FAILED ? NULL : view,
+			 b->kind == BACKING_VECTOR ? b->pieces : &one,
+			 backing_npieces(b));
+	if (view != MAP_FAILED)
 		munmap(view, b->size);
-	} else {
-		xpmem_lib_shm_copy_nonzero(b->addr, view, b->size);
-		munmap(view, b->size);
-	}
 	close(b->fd);
 	if (b->rofd >= 0)
 		close(b->rofd);
+	free(b->pieces);
+	free(b);
 }
 
 /* ---- fork -------------------------------------------------------------- */
@@ -889,9 +974,8 @@ static void owner_reset_in_child(void)
 	for (b = backings; b; b = next) {
 		next = b->next;
 		b->nsegs = 0;
-		if (b->kind == BACKING_MIGRATED) {
+		if (b->kind != BACKING_ALLOC) {
 			backing_unmigrate(b);
-			free(b);
 			continue;
 		}
 		*pp = b;
@@ -967,33 +1051,96 @@ fail:
 	return f;
 }
 
-int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
+/*
+ * The pieces of @n buffers at @iov into @pc: each page aligned and
+ * non-empty, at object offsets one after the other (*@total bytes in
+ * all).  Overlapping buffers cannot each be migrated: EOPNOTSUPP.
+ */
+static int pieces_from_iov(const struct iovec *iov, int n, struct piece *pc,
+			   size_t *total)
+{
+	size_t page = xpmem_lib_page_size(), off = 0;
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+
+		if (!len || a % page || len % page || a + len < a ||
+		    off + len < off) {
+			xpmem_lib_log("make %p+%#zx: address and size must be "
+				      "page-aligned and non-zero",
+				      iov[i].iov_base, len);
+			return -EINVAL;
+		}
+		pc[i].addr = iov[i].iov_base;
+		pc[i].size = len;
+		pc[i].off = off;
+		off += len;
+		for (j = 0; j < i; j++) {
+			if (!overlaps(pc[i].addr, len, pc[j].addr, pc[j].size))
+				continue;
+			xpmem_lib_log("makev: buffers %d and %d overlap; the "
+				      "shm backend exports a range once", j, i);
+			return -EOPNOTSUPP;
+		}
+	}
+	*total = off;
+	return 0;
+}
+
+/*
+ * A new vector backing of @n > 1 buffers: none may be exported already,
+ * in whole or in part.  Takes over @pc on success.
+ */
+static int backing_vector_locked(struct piece *pc, int n, size_t total,
+				 struct backing **b)
+{
+	int i, overlap;
+
+	for (i = 0; i < n; i++) {
+		if (backing_find_locked(pc[i].addr, pc[i].size, &overlap) ||
+		    overlap) {
+			xpmem_lib_log("makev %p+%#zx: range is exported memory "
+				      "already; the shm backend exports it once",
+				      (void *)pc[i].addr, pc[i].size);
+			return -EOPNOTSUPP;
+		}
+	}
+	return backing_migrate_locked(pc, (unsigned int)n, total, b);
+}
+
+int xpmem_lib_shm_make(const struct iovec *iov, int n, int mode,
 		       unsigned int flags, const void *key, size_t key_len,
 		       xpmem_segid_t *segid)
 {
-	size_t page = xpmem_lib_page_size();
-	char *addr = vaddr;
+	struct piece one, *pc = &one, *alloc = NULL;
 	struct shm_reg_slot slot = { 0 };
+	char *addr = iov[0].iov_base;
+	size_t size = iov[0].iov_len, boff;
 	struct backing *b;
 	struct segment *seg;
 	unsigned int fmode;
 	int overlap, ret;
 
-	if (size == XPMEM_MAXADDR_SIZE) {
+	if (n == 1 && size == XPMEM_MAXADDR_SIZE) {
 		xpmem_lib_log("make: the shm backend cannot export the whole "
 			      "address space (XPMEM_MAXADDR_SIZE); load the "
 			      "xpmem module for that");
 		return -EOPNOTSUPP;
 	}
-	if (!size || (uintptr_t)addr % page || size % page ||
-	    (uintptr_t)addr + size < (uintptr_t)addr) {
-		xpmem_lib_log("make %p+%#zx: address and size must be "
-			      "page-aligned and non-zero", vaddr, size);
-		return -EINVAL;
+	if (n > 1) {
+		alloc = calloc((size_t)n, sizeof(*alloc));
+		if (!alloc)
+			return -ENOMEM;
+		pc = alloc;
 	}
-	seg = calloc(1, sizeof(*seg));
-	if (!seg)
-		return -ENOMEM;
+	ret = pieces_from_iov(iov, n, pc, &size);
+	seg = ret ? NULL : calloc(1, sizeof(*seg));
+	if (!seg) {
+		free(alloc);
+		return ret ? ret : -ENOMEM;
+	}
 	seg->key_sock = -1;
 
 	pthread_mutex_lock(&owner_lock);
@@ -1018,21 +1165,30 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 		ret = -ENOSPC;
 		goto unlock;
 	}
-	b = backing_find_locked(addr, size, &overlap);
-	if (!b && overlap) {
-		xpmem_lib_log("make %p+%#zx: range straddles exported memory",
-			      vaddr, size);
-		ret = -EOPNOTSUPP;
-		goto unlock;
-	}
-	if (!b) {
-		ret = backing_migrate_locked(addr, size, &b);
+	if (n > 1) {
+		ret = backing_vector_locked(pc, n, size, &b);
 		if (ret)
 			goto unlock;
+		alloc = NULL;		/* b's now */
+		boff = 0;		/* its object from offset 0 */
+	} else {
+		b = backing_find_locked(addr, size, &overlap);
+		if (!b && overlap) {
+			xpmem_lib_log("make %p+%#zx: range straddles exported "
+				      "memory", (void *)addr, size);
+			ret = -EOPNOTSUPP;
+			goto unlock;
+		}
+		if (!b) {
+			ret = backing_migrate_locked(pc, 1, size, &b);
+			if (ret)
+				goto unlock;
+		}
+		boff = (size_t)(addr - b->addr);
 	}
-	if ((size_t)(addr - b->addr) % b->page) {
+	if (boff % b->page) {
 		xpmem_lib_log("make %p: not aligned to the %zu-byte pages of "
-			      "its allocation", vaddr, b->page);
+			      "its allocation", (void *)addr, b->page);
 		ret = -EINVAL;
 		goto drop_backing;
 	}
@@ -1056,7 +1212,7 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	slot.flags = flags & XPMEM_EXT_MAKE_RDONLY ? SHM_SLOT_RDONLY : 0;
 	slot.obj_dev = b->dev;
 	slot.obj_ino = b->ino;
-	slot.offset = (uint64_t)(addr - b->addr);
+	slot.offset = boff;
 	slot.size = size;
 	/*
 	 * The object's own mode mirrors the permits of its live segments
@@ -1092,14 +1248,14 @@ int xpmem_lib_shm_make(void *vaddr, size_t size, int mode,
 	return 0;
 
 drop_backing:
-	if (b->kind == BACKING_MIGRATED && b->nsegs == 0) {
+	if (b->kind != BACKING_ALLOC && b->nsegs == 0) {
 		backing_unlink_locked(b);
 		backing_unmigrate(b);
-		free(b);
 	}
 unlock:
 	pthread_mutex_unlock(&owner_lock);
 	free(seg);
+	free(alloc);
 	return ret;
 }
 
@@ -1112,10 +1268,9 @@ static void segment_destroy_locked(struct segment *seg)
 	slot_seg[seg->slot] = NULL;
 	segment_unlisten_locked(seg);
 	nsegments--;
-	if (--b->nsegs == 0 && b->kind == BACKING_MIGRATED) {
+	if (--b->nsegs == 0 && b->kind != BACKING_ALLOC) {
 		backing_unlink_locked(b);
 		backing_unmigrate(b);
-		free(b);
 	}
 	free(seg);
 }

@@ -393,7 +393,8 @@ TEST_F(lib, backend_signals)
 		 */
 		ASSERT_EQ(XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
 			  XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
-			  XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING, f);
+			  XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING |
+			  XPMEM_EXT_F_MAKEV, f);
 		ASSERT_STREQ("shm", xpmem_ext_backend_name(self->backend));
 	} else {
 		ASSERT_LE(0, xpmem_version());
@@ -1213,10 +1214,12 @@ TEST_F(lib, ext_make_rdonly)
 }
 
 /*
- * xpmem_ext_makev(): argument checks and one buffer on every backend;
- * three buffers, out of address order, where XPMEM_EXT_F_MAKEV says so
- * (a child attaches them as one mapping, reads each and writes across
- * the boundaries), EOPNOTSUPP where it does not.
+ * xpmem_ext_makev(): argument checks and one buffer; three buffers, out
+ * of address order, where XPMEM_EXT_F_MAKEV says so (both backends: a
+ * child attaches them as one mapping, reads each, writes across the
+ * boundaries and copies across them; after the remove the owner's
+ * buffers keep what was written and export again), EOPNOTSUPP where it
+ * does not.
  */
 TEST_F(lib, ext_makev)
 {
@@ -1267,6 +1270,25 @@ TEST_F(lib, ext_makev)
 		goto out;
 	}
 	ASSERT_LT(0, segid);
+	/*
+	 * shm migrates each buffer once: no overlapping buffers, no second
+	 * export of part of one while it lives.  The module has no such rule.
+	 */
+	struct iovec twice[2] = { iov[0], iov[0] };
+	xpmem_segid_t s2 = xpmem_ext_makev(twice, 2, 0600, 0, NULL, 0, NULL, 0);
+	xpmem_segid_t s3 = xpmem_ext_make(iov[2].iov_base, page, 0600, 0,
+					  NULL, 0, NULL, 0);
+
+	if (IS_SHM) {
+		ASSERT_EQ(-1, s2);
+		ASSERT_EQ(-1, s3);
+		ASSERT_EQ(EOPNOTSUPP, errno);
+	} else {
+		ASSERT_LT(0, s2);
+		ASSERT_LT(0, s3);
+		ASSERT_EQ(0, xpmem_remove(s2));
+		ASSERT_EQ(0, xpmem_remove(s3));
+	}
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
@@ -1287,12 +1309,23 @@ TEST_F(lib, ext_makev)
 		p[pages[0] * page - 1] = 'X';	/* last of buffer 0 */
 		p[pages[0] * page] = 'Y';	/* first of buffer 1 */
 		p[total - 1] = 'Z';		/* last of buffer 2 */
+		char two[2];
+
+		if (xpmem_ext_copy(addr.apid, pages[0] * page - 1, two, 2,
+				   0) != 2 || two[0] != 'X' || two[1] != 'Y')
+			_exit(3);
 		_exit(0);
 	}
 	ASSERT_EQ(0, wait_child(pid));
 	ASSERT_EQ('X', r[at[0] * page + pages[0] * page - 1]);
 	ASSERT_EQ('Y', r[at[1] * page]);
 	ASSERT_EQ('Z', r[(at[2] + pages[2]) * page - 1]);
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ('X', r[at[0] * page + pages[0] * page - 1]);
+	ASSERT_EQ('Z', r[(at[2] + pages[2]) * page - 1]);
+	segid = xpmem_ext_make(iov[1].iov_base, iov[1].iov_len, 0600, 0, NULL,
+			       0, NULL, 0);
+	ASSERT_LT(0, segid);
 	ASSERT_EQ(0, xpmem_remove(segid));
 out:
 	ASSERT_EQ(0, xpmem_ext_free(one));
