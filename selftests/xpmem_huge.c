@@ -222,11 +222,9 @@ FIXTURE_TEARDOWN(huge)
  * not inherit the buffer (MADV_DONTFORK): shared copy-on-write, the
  * owner's huge pages would be split by the first write.
  */
-static int start(struct _test_data_huge *self)
+static int spawn(struct _test_data_huge *self)
 {
-	if (madvise(self->buf, LEN, MADV_DONTFORK) ||
-	    xp_make(self->fd, self->buf, LEN, 0600, &self->segid) ||
-	    chan_init(&self->ch))
+	if (chan_init(&self->ch))
 		return -1;
 	self->child = fork_child();
 	if (self->child < 0)
@@ -237,6 +235,14 @@ static int start(struct _test_data_huge *self)
 	}
 	chan_parent(&self->ch);
 	return 0;
+}
+
+static int start(struct _test_data_huge *self)
+{
+	if (madvise(self->buf, LEN, MADV_DONTFORK) ||
+	    xp_make(self->fd, self->buf, LEN, 0600, &self->segid))
+		return -1;
+	return spawn(self);
 }
 
 /* Run one command in the child; its answer, or -1000 if it died. */
@@ -289,6 +295,56 @@ TEST_F(huge, thp_read_then_write)
 		ASSERT_LE(stat_read("faults") - f1, 2);
 	ASSERT_EQ(0, check(self->buf, LEN, 2));
 	ASSERT_EQ(0, RUN(C_CHECK, 0, LEN, 2));
+}
+
+/*
+ * A vectored segment of two THP buffers, the higher one first: each
+ * buffer maps with a PMD of its own, and writes land in the right one.
+ */
+TEST_F(huge, vectored_thp_buffers)
+{
+	char *b0 = thp_alloc(HPAGE, 7), *b1 = thp_alloc(HPAGE, 8), *t;
+	struct xpmem_ext_iov iov[2];
+	struct xpmem_ext_make m = {
+		.vaddr = (uintptr_t)iov, .size = 2,
+		.flags = XPMEM_EXT_MAKE_IOV, .mode = 0600,
+	};
+	unsigned int seed0 = 7, seed1 = 8;
+	static char two[8192];
+	long pmd0, f0;
+
+	ASSERT_NE(NULL, b0);
+	ASSERT_NE(NULL, b1);
+	if (anon_huge_kb(b0) < (long)(HPAGE >> 10) ||
+	    anon_huge_kb(b1) < (long)(HPAGE >> 10))
+		SKIP(return, "no THP for the owner");
+	if (b0 < b1) {
+		t = b0, b0 = b1, b1 = t;
+		seed0 = 8, seed1 = 7;
+	}
+	ASSERT_EQ(0, madvise(b0, HPAGE, MADV_DONTFORK));
+	ASSERT_EQ(0, madvise(b1, HPAGE, MADV_DONTFORK));
+	iov[0] = (struct xpmem_ext_iov){ (uintptr_t)b0, HPAGE };
+	iov[1] = (struct xpmem_ext_iov){ (uintptr_t)b1, HPAGE };
+	ASSERT_EQ(0, xp_ioctl(self->fd, XPMEM_CMD_EXT_MAKE, &m));
+	self->segid = m.segid;
+	ASSERT_EQ(0, spawn(self));
+	pmd0 = stat_read("pmd_mapped");
+	f0 = stat_read("faults");
+	ASSERT_EQ(0, RUN(C_CHECK, 0, HPAGE, seed0));
+	ASSERT_EQ(0, RUN(C_CHECK, HPAGE, HPAGE, seed1));
+	TH_LOG("read pass: %ld faults, %ld PMDs", stat_read("faults") - f0,
+	       stat_read("pmd_mapped") - pmd0);
+	if (self->huge) {
+		ASSERT_EQ(2, stat_read("pmd_mapped") - pmd0);
+		ASSERT_LE(stat_read("faults") - f0, 2);
+	}
+	/* a write across the boundary: its halves in the two buffers */
+	ASSERT_EQ(0, RUN(C_FILL, HPAGE - 4096, 8192, 9));
+	memcpy(two, b0 + HPAGE - 4096, 4096);
+	memcpy(two + 4096, b1, 4096);
+	ASSERT_EQ(0, check(two, 8192, 9));
+	ASSERT_EQ(0, RUN(C_CHECK, HPAGE - 4096, 8192, 9));
 }
 
 /* Written first: one fault per huge page maps it writable at once. */
