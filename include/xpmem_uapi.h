@@ -140,6 +140,7 @@ struct xpmem_cmd_detach {
 #define XPMEM_EXT_KF_COPY	0x8ULL	/* EXT_COPY, EXT_POPULATE (ioctl) */
 #define XPMEM_EXT_KF_URING	0x10ULL	/* both as io_uring commands too */
 #define XPMEM_EXT_KF_MAKE_IOV	0x20ULL	/* EXT_MAKE of several buffers */
+#define XPMEM_EXT_KF_URING_FIXED 0x40ULL /* ring copies to registered buffers */
 
 /*
  * XPMEM_CMD_EXT_QUERY: what the module offers (as UFFDIO_API does).
@@ -340,6 +341,10 @@ struct xpmem_ext_populate {
  * CQE's res is what the ioctl would return (bytes copied, 0) or -errno.
  * Small copies complete inline; the others run in io_uring's workers,
  * several at a time.  Rings set up with IORING_SETUP_IOPOLL are refused.
+ * A copy may use a buffer registered with the ring
+ * (IORING_REGISTER_BUFFERS): the SQE's uring_cmd_flags has
+ * IORING_URING_CMD_FIXED and its buf_index names the buffer; addr and len
+ * must lie inside it (else EFAULT), and COPY_IOV is EINVAL then.
  */
 struct xpmem_ext_uring_cmd {
 	__u64 arg;			/* user address of the argument */

@@ -221,12 +221,33 @@ static int xpmem_copy_import(const struct xpmem_ext_copy *cmd,
 	return 0;
 }
 
+/*
+ * Build @iter over the part of the ring's registered buffer that @cmd's
+ * one buffer names (IORING_URING_CMD_FIXED): its pages are pinned by the
+ * ring already.  io_uring checks the index; the range must lie inside
+ * the buffer (-EFAULT).
+ */
+static int xpmem_copy_import_fixed(const struct xpmem_ext_copy *cmd,
+				   struct io_uring_cmd *ioucmd,
+				   struct iov_iter *iter)
+{
+	unsigned int dir = (cmd->flags & XPMEM_EXT_COPY_TO) ? WRITE : READ;
+
+	if (cmd->flags & XPMEM_EXT_COPY_IOV)
+		return -EINVAL;
+	return io_uring_cmd_import_fixed(cmd->addr,
+					 min_t(u64, cmd->len, MAX_RW_COUNT),
+					 dir, iter, ioucmd);
+}
+
 /**
  * xpmem_copy - EXT_COPY: copy between the caller's buffers and a segment
  * @ctx: the caller's device context
  * @cmd: the argument (xpmem_uapi.h), copied in
  * @nowait: io_uring's inline issue: -EAGAIN rather than wait for the
  *          owner's mmap_lock
+ * @fixed: the io_uring command whose registered buffer is the local
+ *         buffer (IORING_URING_CMD_FIXED), or NULL
  *
  * Return: bytes copied (short only if stopped after the first byte),
  * -EINVAL for a malformed request or a range outside the segment,
@@ -236,7 +257,7 @@ static int xpmem_copy_import(const struct xpmem_ext_copy *cmd,
  * fatal signal, -EAGAIN (only with @nowait), -ENOMEM.
  */
 ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
-		   bool nowait)
+		   bool nowait, struct io_uring_cmd *fixed)
 {
 	bool to_seg = cmd->flags & XPMEM_EXT_COPY_TO;
 	struct iovec fast[XPMEM_COPY_FAST_IOV], *alloc;
@@ -254,7 +275,11 @@ ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 	if (nowait && !(cmd->flags & XPMEM_EXT_COPY_IOV) &&
 	    cmd->len > XPMEM_COPY_INLINE_MAX)
 		return -EAGAIN;
-	ret = xpmem_copy_import(cmd, fast, &alloc, &iter);
+	alloc = NULL;
+	if (fixed)
+		ret = xpmem_copy_import_fixed(cmd, fixed, &iter);
+	else
+		ret = xpmem_copy_import(cmd, fast, &alloc, &iter);
 	if (ret)
 		goto free_iov;
 	count = iov_iter_count(&iter);
@@ -358,7 +383,9 @@ int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	case XPMEM_CMD_EXT_COPY:
 		ret = xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd));
 		if (!ret)
-			ret = xpmem_copy(ctx, &cmd, nowait);
+			ret = xpmem_copy(ctx, &cmd, nowait,
+					 (ioucmd->flags & IORING_URING_CMD_FIXED) ?
+					 ioucmd : NULL);
 		return xpmem_uring_result(ioucmd, ret, issue_flags);
 	case XPMEM_CMD_EXT_POPULATE:
 		/* faults take locks and wait: a worker's job */

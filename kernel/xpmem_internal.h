@@ -339,7 +339,7 @@ void xpmem_seg_end(struct xpmem_seg *seg);
 
 /* xpmem_copy.c: copies through a permit; io_uring commands */
 ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
-		   bool nowait);
+		   bool nowait, struct io_uring_cmd *fixed);
 int xpmem_populate(const struct xpmem_ext_populate *cmd);
 int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 

@@ -183,7 +183,8 @@ static long xpmem_ioctl_ext_query(void __user *uarg)
 	q.fault_window_pages = xpmem_fault_window_pages();
 	q.features = XPMEM_EXT_KF_ATTACH | XPMEM_EXT_KF_KEYS |
 		     XPMEM_EXT_KF_COPY | XPMEM_EXT_KF_MAKE_IOV |
-		     (IS_ENABLED(CONFIG_IO_URING) ? XPMEM_EXT_KF_URING : 0) |
+		     (IS_ENABLED(CONFIG_IO_URING) ?
+		      XPMEM_EXT_KF_URING | XPMEM_EXT_KF_URING_FIXED : 0) |
 		     (xpmem_fault_huge_enabled() ? XPMEM_EXT_KF_HUGE_PMD : 0);
 	q.commands = XPMEM_EXT_COMMANDS;
 	q.max_segments = READ_ONCE(xpmem_max_segments);
@@ -360,7 +361,7 @@ static long xpmem_ioctl_ext_copy(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_copy(ctx, &cmd, false);
+	return xpmem_copy(ctx, &cmd, false, NULL);
 }
 
 static long xpmem_ioctl_ext_populate(void __user *uarg)

@@ -760,6 +760,68 @@ TEST_F(copy, uring_errors_in_cqes)
 	io_uring_queue_exit(&ring);
 }
 
+/* A copy with IORING_URING_CMD_FIXED: ring's registered buffer @index. */
+static int prep_fixed(struct io_uring *ring, int fd, const void *arg,
+		      uint64_t tag, unsigned int index)
+{
+	struct io_uring_sqe *sqe = prep_sqe(ring, fd, XPMEM_CMD_EXT_COPY, arg,
+					    tag);
+
+	if (!sqe)
+		return -EBUSY;
+	sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+	sqe->buf_index = (uint16_t)index;
+	return 0;
+}
+
+/*
+ * Copies to and from a buffer registered with the ring, small (inline)
+ * and large (workers), checked byte for byte; a range reaching past the
+ * registered buffer, a vector and an unknown buffer index fail in the CQE.
+ */
+TEST_F(copy, uring_registered_buffer)
+{
+	struct xpmem_ext_copy c[5] = {
+		cp(self->s.ro, 5, self->dst + 3, 100, 0),
+		cp(self->s.ro, PAGE, self->dst + PAGE, (1 << 20) + 7, 0),
+		cp(self->s.rw, 3 << 20, self->dst + (2 << 20), 3 * PAGE,
+		   XPMEM_EXT_COPY_TO),
+		cp(self->s.ro, 0, self->dst + LEN - PAGE, 2 * PAGE, 0),
+		cp(self->s.ro, 0, self->dst, 1, XPMEM_EXT_COPY_IOV),
+	};
+	struct xpmem_ext_query q = { 0 };
+	struct iovec reg = { self->dst, LEN };
+	struct io_uring ring;
+	int res[6];
+
+	ASSERT_EQ(0, xp_ioctl(self->fd, XPMEM_CMD_EXT_QUERY, &q));
+	ASSERT_NE(0, q.features & XPMEM_EXT_KF_URING_FIXED);
+	RING_SKIP_UNLESS(&ring);
+	/* nothing registered yet: io_uring itself refuses the index */
+	ASSERT_EQ(0, prep_fixed(&ring, self->fd, &c[0], 0, 0));
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 1, res, 6));
+	ASSERT_EQ(-EFAULT, res[0]);
+
+	ASSERT_EQ(0, io_uring_register_buffers(&ring, &reg, 1));
+	memset(self->dst + (2 << 20), 0x6b, 3 * PAGE);
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(0, prep_fixed(&ring, self->fd, &c[i], i, 0));
+	ASSERT_EQ(0, prep_fixed(&ring, self->fd, &c[0], 5, 1));
+	ASSERT_EQ(6, io_uring_submit(&ring));
+	ASSERT_EQ(0, reap(&ring, 6, res, 6));
+	ASSERT_EQ(100, res[0]);
+	ASSERT_EQ(0, check_at(self->dst + 3, 5, 100, 31));
+	ASSERT_EQ((1 << 20) + 7, res[1]);
+	ASSERT_EQ(0, check_at(self->dst + PAGE, PAGE, (1 << 20) + 7, 31));
+	ASSERT_EQ(3 * (int)PAGE, res[2]);
+	ASSERT_EQ(0, all_bytes(self->s.buf + (3 << 20), 3 * PAGE, 0x6b));
+	ASSERT_EQ(-EFAULT, res[3]);
+	ASSERT_EQ(-EINVAL, res[4]);
+	ASSERT_EQ(-EFAULT, res[5]);
+	io_uring_queue_exit(&ring);
+}
+
 /*
  * Small copies (tried inline first) that meet an owner hole: the
  * completion carries what the ioctl returns, a short count or EFAULT.
