@@ -138,6 +138,8 @@ const char *xpmem_ext_backend_name(int backend);
 #define XPMEM_EXT_F_URING	0x800UL
 /* xpmem_ext_makev(): several buffers as one segment */
 #define XPMEM_EXT_F_MAKEV	0x1000UL
+/* xpmem_ext_prep_copy_fixed(): copies to/from registered ring buffers */
+#define XPMEM_EXT_F_URING_FIXED	0x2000UL
 
 /* xpmem_ext_features - XPMEM_EXT_F_* of the active backend; 0 if none. */
 unsigned long xpmem_ext_features(void);
@@ -304,6 +306,18 @@ int xpmem_ext_prep_copy(struct io_uring_sqe *sqe,
 			const struct xpmem_ext_copy *arg);
 int xpmem_ext_prep_populate(struct io_uring_sqe *sqe,
 			    const struct xpmem_ext_populate *arg);
+
+/*
+ * xpmem_ext_prep_copy_fixed - xpmem_ext_prep_copy() whose one local
+ * buffer (@arg->addr, @arg->len; no XPMEM_EXT_COPY_IOV) lies inside the
+ * buffer the caller registered with its ring at @buf_index
+ * (io_uring_register_buffers()): the kernel copies into or out of the
+ * pages the ring holds pinned.  A range outside that buffer completes
+ * with -EFAULT.  EOPNOTSUPP without XPMEM_EXT_F_URING_FIXED.
+ */
+int xpmem_ext_prep_copy_fixed(struct io_uring_sqe *sqe,
+			      const struct xpmem_ext_copy *arg,
+			      unsigned int buf_index);
 
 /*
  * A completion queue owned by the library, for callers without a ring:

@@ -80,7 +80,7 @@ static void xpmem_att_free(struct xpmem_att *att)
 	xpmem_permit_put(att->permit);
 	atomic_dec(&att->ctx->nr_atts);
 	xpmem_ctx_put(att->ctx);
-	kfree(att);
+	kvfree(att);
 	atomic_long_dec(&xpmem_stats.attachments);
 }
 
@@ -272,7 +272,8 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 
 	if (!xpmem_charge(&ctx->nr_atts, READ_ONCE(xpmem_max_attachments)))
 		return ERR_PTR(-ENOSPC);
-	att = kzalloc(struct_size(att, mirrors, nr), GFP_KERNEL_ACCOUNT);
+	/* 448 + 128 bytes a mirror: kvzalloc() beyond a few pages */
+	att = kvzalloc(struct_size(att, mirrors, nr), GFP_KERNEL_ACCOUNT);
 	if (!att) {
 		atomic_dec(&ctx->nr_atts);
 		return ERR_PTR(-ENOMEM);
@@ -282,7 +283,7 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	ret = simple_pin_fs(&xpmem_fs_type, &xpmem_mnt, &xpmem_mnt_count);
 	if (ret) {
 		atomic_dec(&ctx->nr_atts);
-		kfree(att);
+		kvfree(att);
 		return ERR_PTR(ret);
 	}
 	/* From here on xpmem_att_free() undoes everything. */

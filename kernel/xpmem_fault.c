@@ -619,35 +619,24 @@ static void xpmem_fault_window(struct vm_fault *vmf, struct xpmem_mirror *m,
 	*hi = addr + above;
 }
 
-/* The mirror of @att that holds segment offset @off (in the attachment). */
-static struct xpmem_mirror *xpmem_att_mirror_at(struct xpmem_att *att,
-						unsigned long off)
-{
-	unsigned int i = xpmem_seg_range_index(att->seg, off) -
-			 att->first_range;
-
-	return &att->mirrors[min(i, att->nr_mirrors - 1)];
-}
-
-/* The mirror of the attacher page @vmf faults on, and its owner address. */
+/*
+ * The mirror of the attacher page @vmf faults on, and its owner address;
+ * NULL (SIGBUS) for a page outside the attachment, which VMAs of an
+ * attachment never map (VM_DONTEXPAND, and mmap checks vm_pgoff).
+ */
 static struct xpmem_mirror *xpmem_fault_mirror(struct vm_fault *vmf,
 					       unsigned long *oaddr)
 {
 	struct xpmem_att *att = vmf->vma->vm_private_data;
 	unsigned long off = vmf->pgoff << PAGE_SHIFT;
-	struct xpmem_mirror *m = xpmem_att_mirror_at(att, off);
+	struct xpmem_mirror *m;
 
+	if (WARN_ON_ONCE(off < att->offset || off - att->offset >= att->size))
+		return NULL;
+	m = &att->mirrors[xpmem_seg_range_index(att->seg, off) -
+			  att->first_range];
 	*oaddr = xpmem_range_oaddr(&m->r, off);
 	return m;
-}
-
-/* Owner address of the attacher page @vmf faults on. */
-static unsigned long xpmem_fault_oaddr(struct vm_fault *vmf)
-{
-	unsigned long oaddr;
-
-	xpmem_fault_mirror(vmf, &oaddr);
-	return oaddr;
 }
 
 /* What a resolution is for. */
@@ -758,15 +747,14 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 				      unsigned long *pfns, unsigned long maxpages)
 {
 	struct xpmem_att *att = vmf->vma->vm_private_data;
-	unsigned long oaddr;
-	struct xpmem_mirror *m = xpmem_fault_mirror(vmf, &oaddr);
 	bool mkwrite = kind == XPMEM_FAULT_MKWRITE;
 	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
 	struct hmm_range range = {
-		.notifier = &m->notifier,
 		.hmm_pfns = pfns,
 		.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
 	};
+	struct xpmem_mirror *m;
+	unsigned long oaddr;
 	struct xpmem_fault_win win = {};
 	unsigned long lo, hi, npages, fidx;
 	struct vm_area_struct *ovma;
@@ -775,6 +763,10 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	vm_fault_t ret;
 	int err;
 
+	m = xpmem_fault_mirror(vmf, &oaddr);
+	if (!m)
+		return VM_FAULT_SIGBUS;
+	range.notifier = &m->notifier;
 	ovma = vma_lookup(owner, oaddr);
 	if (!ovma || !xpmem_vma_mirrorable(ovma))
 		return kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
@@ -998,16 +990,16 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	unsigned long *pfns = stack_pfns;
 	enum xpmem_fault_kind kind = mkwrite ? XPMEM_FAULT_MKWRITE :
 					       XPMEM_FAULT_PTE;
-	unsigned long maxpages;
+	unsigned long maxpages, oaddr;
 	bool reverse = false;
 	vm_fault_t ret;
 
 	atomic_long_inc(&xpmem_stats.faults);
 	/* A VMA copied into another mm (it cannot be: VM_DONTCOPY|VM_IO). */
-	if (vma->vm_mm != att->mm || READ_ONCE(att->dead))
+	if (vma->vm_mm != att->mm || READ_ONCE(att->dead) ||
+	    !xpmem_fault_mirror(vmf, &oaddr))
 		return VM_FAULT_SIGBUS;
-	if (mkwrite && xpmem_fault_mkwrite_fast(vmf, att,
-						xpmem_fault_oaddr(vmf)))
+	if (mkwrite && xpmem_fault_mkwrite_fast(vmf, att, oaddr))
 		return 0;
 
 	maxpages = mkwrite ? 1 : xpmem_fault_window_pages();
@@ -1078,7 +1070,7 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 	struct xpmem_att *att = vma->vm_private_data;
 	struct mm_struct *owner = att->seg->mm;
 	unsigned long haddr = vmf->address & PMD_MASK;
-	unsigned long *pfns;
+	unsigned long *pfns, oaddr;
 	vm_fault_t ret = VM_FAULT_FALLBACK;
 
 	if (order != PMD_ORDER || !xpmem_fault_huge_enabled())
@@ -1096,8 +1088,8 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 	}
 	if (vma->vm_mm != att->mm || READ_ONCE(att->dead) ||
 	    haddr < vma->vm_start || vma->vm_end - haddr < PMD_SIZE ||
-	    !IS_ALIGNED(xpmem_fault_oaddr(vmf) - (vmf->address - haddr),
-			PMD_SIZE))
+	    !xpmem_fault_mirror(vmf, &oaddr) ||
+	    !IS_ALIGNED(oaddr - (vmf->address - haddr), PMD_SIZE))
 		return VM_FAULT_FALLBACK;
 	pfns = kmalloc_array(PTRS_PER_PMD, sizeof(*pfns),
 			     GFP_KERNEL | __GFP_NOWARN);

@@ -169,8 +169,8 @@ struct xpmem_seg {
 	u8 key[XPMEM_EXT_KEY_MAX];
 	u8 auth_len;			/* 0: no authorization key */
 	u8 auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
-	unsigned int nr_ranges;		/* >= 1 */
-	struct xpmem_seg_range ranges[] __counted_by(nr_ranges);
+	unsigned int nr_ranges;		/* >= 1; adjacent buffers merged */
+	struct xpmem_seg_range ranges[];
 };
 
 /* What EXT_MAKE and EXT_GET add to the classic commands. */

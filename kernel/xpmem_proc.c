@@ -87,9 +87,9 @@ static void xpmem_proc_show_ctx(struct seq_file *m, struct xpmem_ctx *ctx)
 
 	mutex_lock(&xpmem_obj_lock);
 	list_for_each_entry(seg, &ctx->segs, ctx_node)
-		seq_printf(m, "segment %#llx vaddr %#lx size %lu mode 0%o attachments %d\n",
+		seq_printf(m, "segment %#llx vaddr %#lx size %lu mode 0%o attachments %d ranges %u\n",
 			   seg->id.id, seg->ranges[0].oaddr, seg->size, seg->mode,
-			   atomic_read(&seg->nr_atts));
+			   atomic_read(&seg->nr_atts), seg->nr_ranges);
 	list_for_each_entry(permit, &ctx->permits, ctx_node) {
 		struct xpmem_ctx *owner = permit->seg->ctx;
 

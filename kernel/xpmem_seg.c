@@ -180,12 +180,16 @@ struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len)
 /*
  * Fill @seg's ranges from @iov (@nr buffers, checked here): page aligned,
  * non-empty, inside the user address space.  A single buffer may be
- * XPMEM_MAXADDR_SIZE long: everything from its base to the top.
+ * XPMEM_MAXADDR_SIZE long: everything from its base to the top.  A buffer
+ * that starts where the one before it ends extends that range: the same
+ * segment, with one notifier less per attachment and huge mappings
+ * possible across the seam.
  */
 static int xpmem_seg_set_ranges(struct xpmem_seg *seg,
 				const struct xpmem_ext_iov *iov,
 				unsigned int nr, unsigned long limit)
 {
+	struct xpmem_seg_range *r = NULL;
 	unsigned long off = 0;
 	unsigned int i;
 
@@ -198,9 +202,14 @@ static int xpmem_seg_set_ranges(struct xpmem_seg *seg,
 			len = limit - base;
 		else if (!len || offset_in_page(len) || len > limit - base)
 			return -EINVAL;
-		seg->ranges[i].oaddr = base;
-		seg->ranges[i].off = off;
-		seg->ranges[i].len = len;
+		if (r && r->oaddr + r->len == base) {
+			r->len += len;
+		} else {
+			r = &seg->ranges[seg->nr_ranges++];
+			r->oaddr = base;
+			r->off = off;
+			r->len = len;
+		}
 		off += len;	/* <= XPMEM_EXT_MAKE_IOV_MAX * limit */
 	}
 	seg->size = off;
@@ -259,7 +268,6 @@ int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 	seg = kzalloc(struct_size(seg, ranges, nr), GFP_KERNEL_ACCOUNT);
 	if (!seg)
 		return -ENOMEM;
-	seg->nr_ranges = nr;
 	ret = xpmem_seg_set_ranges(seg, iov, nr, mm->task_size);
 	if (ret)
 		goto free_ranges;

@@ -525,19 +525,21 @@ static int check_populate_arg(const struct xpmem_ext_populate *p)
 }
 
 static int prep(struct io_uring_sqe *sqe, unsigned int op, const void *arg,
-		int bad, const char *what)
+		int bad, int buf_index, const char *what)
 {
 	const struct xpmem_lib_backend *b = active();
+	unsigned long need = XPMEM_EXT_F_URING |
+			     (buf_index >= 0 ? XPMEM_EXT_F_URING_FIXED : 0);
 	int ret;
 
 	if (!b)
 		return fail(errno, what);
-	if (!(xpmem_lib_features(b) & XPMEM_EXT_F_URING) || !b->prep)
+	if ((xpmem_lib_features(b) & need) != need || !b->prep)
 		return fail(EOPNOTSUPP, what);
 	if (!sqe || !arg || bad)
 		return fail(EINVAL, what);
 	memset(sqe, 0, sizeof(*sqe));
-	ret = b->prep(sqe, op, arg);
+	ret = b->prep(sqe, op, arg, buf_index);
 	if (ret < 0)
 		return fail(-ret, what);
 	return 0;
@@ -547,14 +549,26 @@ XPMEM_EXPORT int xpmem_ext_prep_copy(struct io_uring_sqe *sqe,
 				     const struct xpmem_ext_copy *arg)
 {
 	return prep(sqe, XPMEM_CMD_EXT_COPY, arg, arg && check_copy_arg(arg),
-		    "xpmem_ext_prep_copy");
+		    -1, "xpmem_ext_prep_copy");
+}
+
+XPMEM_EXPORT int xpmem_ext_prep_copy_fixed(struct io_uring_sqe *sqe,
+					   const struct xpmem_ext_copy *arg,
+					   unsigned int buf_index)
+{
+	return prep(sqe, XPMEM_CMD_EXT_COPY, arg,
+		    arg && (check_copy_arg(arg) ||
+			    (arg->flags & XPMEM_EXT_COPY_IOV) ||
+			    buf_index > UINT16_MAX),
+		    (int)(buf_index & 0xffff), "xpmem_ext_prep_copy_fixed");
 }
 
 XPMEM_EXPORT int xpmem_ext_prep_populate(struct io_uring_sqe *sqe,
 					 const struct xpmem_ext_populate *arg)
 {
 	return prep(sqe, XPMEM_CMD_EXT_POPULATE, arg,
-		    arg && check_populate_arg(arg), "xpmem_ext_prep_populate");
+		    arg && check_populate_arg(arg), -1,
+		    "xpmem_ext_prep_populate");
 }
 
 XPMEM_EXPORT struct xpmem_ext_queue *

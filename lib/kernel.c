@@ -204,6 +204,8 @@ static unsigned long kernel_more_features(void)
 		f |= XPMEM_EXT_F_URING;
 	if (query_features & XPMEM_EXT_KF_MAKE_IOV)
 		f |= XPMEM_EXT_F_MAKEV;
+	if (query_features & XPMEM_EXT_KF_URING_FIXED)
+		f |= XPMEM_EXT_F_URING_FIXED;
 	return f;
 }
 
@@ -447,11 +449,13 @@ static int kernel_populate(void *addr, size_t len, unsigned int flags)
  * descriptor of the device, the argument's address in the command area.
  */
 static int kernel_prep(struct io_uring_sqe *sqe, unsigned int op,
-		       const void *arg)
+		       const void *arg, int buf_index)
 {
 	int fd;
 
-	if (!(kernel_more_features() & XPMEM_EXT_F_URING))
+	if (!(kernel_more_features() & XPMEM_EXT_F_URING) ||
+	    (buf_index >= 0 &&
+	     !(kernel_more_features() & XPMEM_EXT_F_URING_FIXED)))
 		return -EOPNOTSUPP;
 	fd = dev_get(-1);
 	if (fd < 0)
@@ -460,6 +464,10 @@ static int kernel_prep(struct io_uring_sqe *sqe, unsigned int op,
 	sqe->fd = fd;
 	sqe->cmd_op = op;
 	sqe->addr3 = (__u64)(uintptr_t)arg;
+	if (buf_index >= 0) {
+		sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+		sqe->buf_index = (__u16)buf_index;
+	}
 	return 0;
 }
 

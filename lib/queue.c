@@ -115,7 +115,7 @@ int xpmem_lib_queue_add(struct xpmem_ext_queue *q, unsigned int op,
 	if (q->have_ring) {
 		/* prepared aside: a refused operation takes no SQE */
 		memset(&tmp, 0, sizeof(tmp));
-		ret = q->be->prep(&tmp, op, &s->arg);
+		ret = q->be->prep(&tmp, op, &s->arg, -1);
 		if (!ret) {
 			sqe = io_uring_get_sqe(&q->ring);
 			if (!sqe)

@@ -108,7 +108,8 @@ const struct xpmem_lib_backend xpmem_lib_shm_backend = {
 	.features = XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
 		    XPMEM_EXT_F_MAKEV |
 		    XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
-		    XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING,
+		    XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING |
+		    XPMEM_EXT_F_URING_FIXED,
 	.version = shm_version,
 	.make = shm_make,
 	.remove = xpmem_lib_shm_remove,

@@ -219,7 +219,7 @@ int xpmem_lib_shm_detach(void *vaddr);
 ssize_t xpmem_lib_shm_copy(const struct xpmem_ext_copy *c);
 int xpmem_lib_shm_populate(void *addr, size_t len, unsigned int flags);
 int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
-		       const void *arg);
+		       const void *arg, int buf_index);
 void xpmem_lib_shm_peer_atfork(int phase);
 
 /* atfork phases */

@@ -1286,11 +1286,12 @@ int xpmem_lib_shm_populate(void *addr, size_t len, unsigned int flags)
 /*
  * Prep for the caller's ring: a read or write of the object at the
  * segment's place in it (the permit's descriptor, which must stay open
- * until the completion, as the permit must); populate happens now and the
- * SQE is a no-op.
+ * until the completion, as the permit must), READ_FIXED/WRITE_FIXED into
+ * registered buffer @buf_index if >= 0; populate happens now and the SQE
+ * is a no-op.
  */
 int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
-		       const void *arg)
+		       const void *arg, int buf_index)
 {
 	const struct xpmem_ext_copy *c = arg;
 	const struct xpmem_ext_populate *pp = arg;
@@ -1315,6 +1316,10 @@ int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
 	if (c->flags & XPMEM_EXT_COPY_IOV) {
 		sqe->opcode = to ? IORING_OP_WRITEV : IORING_OP_READV;
 		sqe->len = (__u32)c->len;
+	} else if (buf_index >= 0) {
+		sqe->opcode = to ? IORING_OP_WRITE_FIXED : IORING_OP_READ_FIXED;
+		sqe->len = (__u32)total;
+		sqe->buf_index = (__u16)buf_index;
 	} else {
 		sqe->opcode = to ? IORING_OP_WRITE : IORING_OP_READ;
 		sqe->len = (__u32)total;

@@ -96,10 +96,12 @@ struct xpmem_lib_backend {
 	 * Fill @sqe (zeroed by the caller) for @op, XPMEM_CMD_EXT_COPY with
 	 * a struct xpmem_ext_copy or XPMEM_CMD_EXT_POPULATE with a struct
 	 * xpmem_ext_populate at @arg (checked by the caller for flags and
-	 * reserved fields).  0 or -errno.
+	 * reserved fields).  @buf_index >= 0: the copy's one buffer lies in
+	 * the ring's registered buffer of that index (XPMEM_EXT_F_URING_FIXED;
+	 * no XPMEM_EXT_COPY_IOV).  0 or -errno.
 	 */
 	int (*prep)(struct io_uring_sqe *sqe, unsigned int op,
-		    const void *arg);
+		    const void *arg, int buf_index);
 };
 
 /* util.c: the backend's features, static ones and those found at run time */

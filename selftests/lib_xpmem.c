@@ -394,7 +394,7 @@ TEST_F(lib, backend_signals)
 		ASSERT_EQ(XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
 			  XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
 			  XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING |
-			  XPMEM_EXT_F_MAKEV, f);
+			  XPMEM_EXT_F_MAKEV | XPMEM_EXT_F_URING_FIXED, f);
 		ASSERT_STREQ("shm", xpmem_ext_backend_name(self->backend));
 	} else {
 		ASSERT_LE(0, xpmem_version());
@@ -3194,6 +3194,72 @@ TEST_F(lib, ext_prep_own_ring_and_populate)
 	memset(buf, 0x5c, page);
 	ASSERT_EQ((ssize_t)page,
 		  xpmem_ext_copy(o.apid, page, buf, page, XPMEM_EXT_COPY_TO));
+	ASSERT_EQ(0, copy_owner_end(&o));
+	xpmem_release(o.apid);
+	io_uring_queue_exit(&ring);
+	munmap(buf, COPY_SIZE);
+}
+
+/*
+ * xpmem_ext_prep_copy_fixed(): copies into and out of a buffer registered
+ * with the caller's ring, on both backends; a range past the registered
+ * buffer completes with EFAULT; a vector is refused at once.
+ */
+TEST_F(lib, ext_prep_copy_fixed)
+{
+	unsigned char *buf = anon(COPY_SIZE);
+	struct iovec reg = { buf, COPY_SIZE };
+	struct xpmem_ext_copy arg[3] = { 0 };
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	struct copy_owner o;
+	int res[3], ret;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(0, xpmem_ext_features() & XPMEM_EXT_F_URING_FIXED);
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret == -ENOSYS || ret == -EPERM)
+		SKIP(return, "io_uring unavailable");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, io_uring_register_buffers(&ring, &reg, 1));
+	ASSERT_EQ(0, copy_owner_start(&o, XPMEM_RDWR));
+	/* read 3 pages + 1 from offset 9; write a page; read past the end */
+	arg[0] = (struct xpmem_ext_copy){ .apid = o.apid, .offset = 9,
+		.addr = (uintptr_t)buf + 1, .len = 3 * page + 1 };
+	memset(buf + 8 * page, 0x5c, page);	/* what copy_owner_end() wants */
+	arg[1] = (struct xpmem_ext_copy){ .apid = o.apid, .offset = page,
+		.addr = (uintptr_t)buf + 8 * page, .len = page,
+		.flags = XPMEM_EXT_COPY_TO };
+	arg[2] = (struct xpmem_ext_copy){ .apid = o.apid,
+		.addr = (uintptr_t)buf + COPY_SIZE - page, .len = 2 * page };
+	for (int i = 0; i < 3; i++) {
+		sqe = io_uring_get_sqe(&ring);
+		ASSERT_NE(NULL, sqe);
+		ASSERT_EQ(0, xpmem_ext_prep_copy_fixed(sqe, &arg[i], 0));
+		sqe->user_data = (uint64_t)i;
+	}
+	ASSERT_EQ(3, io_uring_submit(&ring));
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+		ASSERT_GT(3ULL, cqe->user_data);
+		res[cqe->user_data] = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	ASSERT_EQ((int)(3 * page + 1), res[0]);
+	ASSERT_EQ(0, check_from(buf + 1, 9, 3 * page + 1, 21));
+	ASSERT_EQ((int)page, res[1]);
+	ASSERT_EQ(-EFAULT, res[2]);
+	/* what the write left in the segment, read back plainly */
+	memset(buf, 0, page);
+	ASSERT_EQ((ssize_t)page, xpmem_ext_copy(o.apid, page, buf, page, 0));
+	for (size_t i = 0; i < page; i++)
+		ASSERT_EQ(0x5c, buf[i]);
+	arg[0].flags = XPMEM_EXT_COPY_IOV;
+	ASSERT_EQ(-1, xpmem_ext_prep_copy_fixed(sqe, &arg[0], 0));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, xpmem_ext_prep_copy_fixed(sqe, &arg[1], 70000));
+	ASSERT_EQ(EINVAL, errno);
 	ASSERT_EQ(0, copy_owner_end(&o));
 	xpmem_release(o.apid);
 	io_uring_queue_exit(&ring);

@@ -1081,10 +1081,14 @@ static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
 	long r;
 
 	/*
-	 * Half of them vectored: the same range cut into 2-4 buffers in
-	 * order, so that the segment's bytes (the model) are unchanged but
-	 * faults, copies and invalidations cross buffers; a malformed make
-	 * as one buffer, which must fail as well.
+	 * Half of them vectored: the same range cut into 2-4 buffers, in
+	 * order (the module merges them back into one range) or, when the
+	 * whole range is arena memory, in reverse order: then every byte of
+	 * the segment is still one of the range's arena pages, which is all
+	 * the model's safety rules ask (writable attachments and copies
+	 * reach only the arena), while faults, copies and invalidations
+	 * cross from buffer to buffer.  A malformed make is one buffer,
+	 * which must fail as well.
 	 */
 	if (chance(&f->r, 50) &&
 	    (bad || (c->size != XPMEM_MAXADDR_SIZE && c->size >= 2 * PG))) {
@@ -1099,6 +1103,15 @@ static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
 			iov[i].len = bad ? c->size : n * PG;
 			at += n * PG;
 			left -= n;
+		}
+		if (!bad && in_arena(f, c->vaddr, c->size) &&
+		    chance(&f->r, 50)) {
+			for (unsigned int j = 0; j < i / 2; j++) {
+				struct xpmem_ext_iov t = iov[j];
+
+				iov[j] = iov[i - 1 - j];
+				iov[i - 1 - j] = t;
+			}
 		}
 		x.vaddr = (uintptr_t)iov;
 		x.size = i;
