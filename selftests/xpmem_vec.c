@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -514,6 +515,65 @@ TEST_F(vec, with_a_key)
 	ASSERT_EQ(0, memcmp(a, self->want, TOTAL));
 	ASSERT_EQ(0, xp_release(self->fd, g.apid));
 	ASSERT_EQ(0, xp_remove(self->fd, m.segid));
+}
+
+/* The number of ranges /proc/xpmem-objects shows for @segid, or -1. */
+static int proc_ranges(xpmem_segid_t segid)
+{
+	char path[64], line[256], want[40];
+	int n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/xpmem-objects/%d", (int)getpid());
+	snprintf(want, sizeof(want), "segment %#llx ", (unsigned long long)segid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		const char *r = strstr(line, " ranges ");
+
+		if (!strncmp(line, want, strlen(want)) && r)
+			n = atoi(r + 8);
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * Buffers that follow each other in the owner are one range (the module
+ * merges them); the same buffers the other way round are two, and both
+ * segments read the same owner bytes in their own order.
+ */
+TEST_F(vec, adjacent_buffers_merge)
+{
+	char *b = (char *)(uintptr_t)self->iov[2].base;	/* 8 pages */
+	struct xpmem_ext_iov fwd[3] = {
+		{ (uintptr_t)b, 2 * PAGE }, { (uintptr_t)b + 2 * PAGE, PAGE },
+		{ (uintptr_t)b + 3 * PAGE, 5 * PAGE },
+	};
+	struct xpmem_ext_iov rev[2] = {
+		{ (uintptr_t)b + 4 * PAGE, 4 * PAGE }, { (uintptr_t)b, 4 * PAGE },
+	};
+	xpmem_segid_t sf, sr;
+	xpmem_apid_t af, ar;
+	char *pf, *pr;
+
+	ASSERT_EQ(0, makev(self->fd, fwd, 3, &sf));
+	ASSERT_EQ(0, makev(self->fd, rev, 2, &sr));
+	ASSERT_EQ(1, proc_ranges(sf));
+	ASSERT_EQ(2, proc_ranges(sr));
+	ASSERT_EQ(3, proc_ranges(self->segid));
+	ASSERT_EQ(0, xp_get(self->fd, sf, XPMEM_RDONLY, &af));
+	ASSERT_EQ(0, xp_get(self->fd, sr, XPMEM_RDONLY, &ar));
+	ASSERT_EQ(0, xp_attach(self->fd, af, 0, 8 * PAGE, NULL, (void **)&pf));
+	ASSERT_EQ(0, xp_attach(self->fd, ar, 0, 8 * PAGE, NULL, (void **)&pr));
+	ASSERT_EQ(0, memcmp(pf, b, 8 * PAGE));
+	ASSERT_EQ(0, memcmp(pr, b + 4 * PAGE, 4 * PAGE));
+	ASSERT_EQ(0, memcmp(pr + 4 * PAGE, b, 4 * PAGE));
+	ASSERT_EQ(0, xp_release(self->fd, af));
+	ASSERT_EQ(0, xp_release(self->fd, ar));
+	ASSERT_EQ(0, xp_remove(self->fd, sf));
+	ASSERT_EQ(0, xp_remove(self->fd, sr));
 }
 
 /* REMOVE ends attachments of every buffer; nothing is left. */
