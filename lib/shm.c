@@ -53,48 +53,35 @@ static int shm_make(void *vaddr, size_t size, int mode, xpmem_segid_t *segid)
 	struct iovec one = { .iov_base = vaddr, .iov_len = size };
 
 	pthread_once(&atfork_once, shm_register_atfork);
-	return xpmem_lib_shm_make(&one, 1, mode, 0, NULL, 0, segid);
+	return xpmem_lib_shm_make(&one, 1, mode, 0, NULL, 0, NULL, 0, segid);
 }
 
-/*
- * Keys and read-only exports; no authorization keys: peers of the owner's
- * uid read its memory through /proc without asking it, so a secret could
- * bind only the others.
- */
+/* Keys, read-only exports, authorization keys (shm.h), several buffers. */
 static int shm_make_ext(const struct iovec *iov, int iovcnt, int mode,
 			unsigned int flags, const void *key, size_t key_len,
 			const void *auth, size_t auth_len, xpmem_segid_t *segid)
 {
-	(void)auth_len;
-	if (auth) {
-		xpmem_lib_log("make: no authorization keys on the shm backend");
-		return -EOPNOTSUPP;
-	}
 	pthread_once(&atfork_once, shm_register_atfork);
 	return xpmem_lib_shm_make(iov, iovcnt, mode, flags, key, key_len,
-				  segid);
+				  auth, auth_len, segid);
 }
 
 static int shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 {
 	pthread_once(&atfork_once, shm_register_atfork);
-	return xpmem_lib_shm_get(segid, flags, apid);
+	return xpmem_lib_shm_get(segid, flags, NULL, 0, apid);
 }
 
 static int shm_get_ext(xpmem_segid_t segid, const void *key, size_t key_len,
 		       int flags, const void *auth, size_t auth_len,
 		       xpmem_apid_t *apid, xpmem_segid_t *found)
 {
-	(void)auth_len;
-	if (auth) {
-		xpmem_lib_log("get: no authorization keys on the shm backend");
-		return -EOPNOTSUPP;
-	}
 	pthread_once(&atfork_once, shm_register_atfork);
 	if (key)
-		return xpmem_lib_shm_get_key(key, key_len, flags, apid, found);
+		return xpmem_lib_shm_get_key(key, key_len, flags, auth,
+					     auth_len, apid, found);
 	*found = segid;
-	return xpmem_lib_shm_get(segid, flags, apid);
+	return xpmem_lib_shm_get(segid, flags, auth, auth_len, apid);
 }
 
 static int shm_alloc(size_t size, unsigned int flags, void **addr)
@@ -108,6 +95,7 @@ const struct xpmem_lib_backend xpmem_lib_shm_backend = {
 	.features = XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
 		    XPMEM_EXT_F_MAKEV |
 		    XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
+		    XPMEM_EXT_F_AUTH |
 		    XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING |
 		    XPMEM_EXT_F_URING_FIXED,
 	.version = shm_version,

@@ -97,6 +97,33 @@ struct shm_reg_slot {
 
 /* struct shm_reg_slot.flags */
 #define SHM_SLOT_RDONLY		0x1U	/* XPMEM_EXT_MAKE_RDONLY: no RDWR gets */
+#define SHM_SLOT_AUTH		0x2U	/* gets present an authorization key */
+
+/*
+ * Authorization keys.  The owner keeps a segment's key in its own memory
+ * (the registry only says SHM_SLOT_AUTH).  A peer of this library writes
+ * one struct shm_auth on the segment's socket right after connecting,
+ * with the key it presents (len 0: none).  For a segment without a key
+ * the owner answers as always and never reads it; for one with a key it
+ * reads it first (waiting SHM_AUTH_WAIT_MS at most, without holding up
+ * other connections) and answers a missing or wrong key with a refusal
+ * (SHM_LIMIT_AUTH), a right one as usual, and a right one from a peer of
+ * its own uid or root (who read /proc) with a struct shm_grant of access
+ * NONE and error 0: go ahead.  Peers that do not present a key, or
+ * present one to a segment without, refuse themselves when they read the
+ * slot (EACCES), as the module does; only peers of another uid are bound
+ * by more than this library's word (they need the owner's descriptors).
+ */
+#define SHM_AUTH_MAGIC		0x5850414d41555448ULL	/* "XPAMAUTH" */
+#define SHM_AUTH_WAIT_MS	2000
+
+struct shm_auth {
+	uint64_t magic;		/* SHM_AUTH_MAGIC */
+	uint64_t segid;
+	uint32_t len;		/* 0..XPMEM_EXT_AUTH_MAX */
+	uint32_t reserved;	/* 0 */
+	uint8_t key[XPMEM_EXT_AUTH_MAX];	/* zero past len */
+};
 
 /*
  * Requested keys (xpmem_ext_make()).  A key names a segment through a
@@ -149,6 +176,7 @@ enum shm_grant_limit {
 	SHM_LIMIT_MODE = 1,	/* the permit mode */
 	SHM_LIMIT_SPAN = 2,	/* the object holds memory shared less */
 	SHM_LIMIT_OWNER = 3,	/* the owner could not send descriptors */
+	SHM_LIMIT_AUTH = 4,	/* a missing or wrong authorization key */
 };
 
 struct shm_grant {
@@ -171,6 +199,7 @@ struct shm_grant {
 };
 
 _Static_assert(sizeof(struct shm_grant) == 96, "grant size");
+_Static_assert(sizeof(struct shm_auth) == 88, "auth size");
 
 /* Descriptors that come with a grant of @access. */
 static inline int shm_grant_fds(uint32_t access)
@@ -199,19 +228,25 @@ int xpmem_lib_shm_huge_create(size_t size, int *fd);
 void xpmem_lib_shm_copy_nonzero(void *dst, const void *src, size_t size);
 
 /* shm_owner.c */
-/* @n (1..XPMEM_EXT_MAKE_IOV_MAX) buffers at @iov as one segment */
+/*
+ * @n (1..XPMEM_EXT_MAKE_IOV_MAX) buffers at @iov as one segment; @key
+ * and @auth NULL (and their lengths 0) or as xpmem_ext_make() takes them
+ */
 int xpmem_lib_shm_make(const struct iovec *iov, int n, int mode,
 		       unsigned int flags, const void *key, size_t key_len,
-		       xpmem_segid_t *segid);
+		       const void *auth, size_t auth_len, xpmem_segid_t *segid);
 int xpmem_lib_shm_remove(xpmem_segid_t segid);
 int xpmem_lib_shm_alloc(size_t size, unsigned int flags, void **addr);
 int xpmem_lib_shm_free(void *addr);
 void xpmem_lib_shm_owner_atfork(int phase);
 
 /* shm_peer.c */
-int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid);
+/* @auth: the authorization key presented (@auth_len bytes), or NULL */
+int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, const void *auth,
+		      size_t auth_len, xpmem_apid_t *apid);
 int xpmem_lib_shm_get_key(const void *key, size_t key_len, int flags,
-			  xpmem_apid_t *apid, xpmem_segid_t *segid);
+			  const void *auth, size_t auth_len, xpmem_apid_t *apid,
+			  xpmem_segid_t *segid);
 int xpmem_lib_shm_release(xpmem_apid_t apid);
 int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 			 void *vaddr, unsigned int flags, void **addr);

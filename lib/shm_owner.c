@@ -55,6 +55,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +111,22 @@ struct segment {
 	int key_sock;		/* listening on its key's name, or -1 */
 	struct backing *b;
 	struct shm_reg_slot info;	/* what its registry slot says */
+	uint32_t auth_len;		/* 0: no authorization key */
+	uint8_t auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
 };
+
+/*
+ * Connections to segments with an authorization key whose peer has not
+ * written its struct shm_auth yet: in the accept thread's epoll set until
+ * it comes or SHM_AUTH_WAIT_MS pass (owner_lock).  A peer that fills the
+ * table pushes the oldest out (closed unanswered).
+ */
+#define PENDING_MAX		32
+static struct pending {
+	int fd;			/* -1: free */
+	uint64_t segid;
+	struct timespec deadline;	/* CLOCK_MONOTONIC */
+} pending[PENDING_MAX] = { [0 ... PENDING_MAX - 1] = { .fd = -1 } };
 
 static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct backing *backings;
@@ -461,6 +477,164 @@ static int accept_one_locked(int sock, int *spare)
  */
 /* epoll data of a key's socket: the segid with this bit set. */
 #define ACCEPT_KEY_BIT		(1ULL << 63)
+/* epoll data of a pending connection: its descriptor with this bit set. */
+#define ACCEPT_CONN_BIT		(1ULL << 62)
+
+/* Whether @a holds @seg's authorization key: every byte compared. */
+static int auth_ok(const struct segment *seg, const struct shm_auth *a)
+{
+	unsigned int diff = a->len ^ seg->auth_len;
+	size_t i;
+
+	for (i = 0; i < XPMEM_EXT_AUTH_MAX; i++)
+		diff |= (unsigned int)(a->key[i] ^ seg->auth[i]);
+	return a->magic == SHM_AUTH_MAGIC && a->segid == (uint64_t)seg->segid &&
+	       !a->reserved && !diff;
+}
+
+/*
+ * The answer to a peer of @seg that presented @a (NULL: a malformed or
+ * missing request): a refusal, or what answer_locked() sends, or to a
+ * peer that reads /proc (our uid, root) a grant of access NONE and error
+ * 0 that says go ahead.
+ */
+static void answer_auth_locked(struct segment *seg, int c,
+			       const struct shm_auth *a)
+{
+	struct shm_grant g = {
+		.magic = SHM_GRANT_MAGIC, .segid = (uint64_t)seg->segid,
+		.slot = seg->slot, .mode = seg->info.mode,
+		.uid = seg->info.uid, .gid = seg->info.gid,
+	};
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (!a || !auth_ok(seg, a)) {
+		g.error = EACCES;
+		g.limit = SHM_LIMIT_AUTH;
+	} else if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+		   cred.uid != seg->info.uid && cred.uid != 0) {
+		answer_locked(seg, c);
+		return;
+	}
+	grant_send(c, &g, NULL, 0);
+}
+
+static void pending_drop_locked(int i)
+{
+	epoll_ctl(accept_epfd, EPOLL_CTL_DEL, pending[i].fd, NULL);
+	close(pending[i].fd);
+	pending[i].fd = -1;
+}
+
+/*
+ * Serve connection @c of @seg, which has an authorization key: answer at
+ * once if the peer's request is there, else keep @c pending.  Return:
+ * whether @c was kept (the caller must not close it).
+ */
+static int serve_auth_locked(struct segment *seg, int c)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	struct shm_auth a;
+	ssize_t n = recv(c, &a, sizeof(a), MSG_DONTWAIT);
+	int i, oldest = 0;
+
+	if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+		answer_auth_locked(seg, c, n == (ssize_t)sizeof(a) ? &a : NULL);
+		explicit_bzero(&a, sizeof(a));
+		return 0;
+	}
+	for (i = 0; i < PENDING_MAX && pending[i].fd >= 0; i++)
+		if (pending[i].deadline.tv_sec <
+		    pending[oldest].deadline.tv_sec ||
+		    (pending[i].deadline.tv_sec ==
+		     pending[oldest].deadline.tv_sec &&
+		     pending[i].deadline.tv_nsec <
+		     pending[oldest].deadline.tv_nsec))
+			oldest = i;
+	if (i == PENDING_MAX) {
+		pending_drop_locked(oldest);
+		i = oldest;
+	}
+	ev.data.u64 = ACCEPT_CONN_BIT | (uint32_t)c;
+	if (epoll_ctl(accept_epfd, EPOLL_CTL_ADD, c, &ev) != 0)
+		return 0;
+	pending[i].fd = c;
+	pending[i].segid = (uint64_t)seg->segid;
+	clock_gettime(CLOCK_MONOTONIC, &pending[i].deadline);
+	pending[i].deadline.tv_sec += SHM_AUTH_WAIT_MS / 1000;
+	pending[i].deadline.tv_nsec += (SHM_AUTH_WAIT_MS % 1000) * 1000000L;
+	if (pending[i].deadline.tv_nsec >= 1000000000L) {
+		pending[i].deadline.tv_sec++;
+		pending[i].deadline.tv_nsec -= 1000000000L;
+	}
+	return 1;
+}
+
+/*
+ * The pending connection @fd has its request (or hung up): answer it if
+ * its segment still lives, and close it.
+ */
+static void serve_pending(int fd)
+{
+	struct shm_auth a;
+	struct segment *seg;
+	ssize_t n;
+	int i;
+
+	pthread_mutex_lock(&owner_lock);
+	for (i = 0; i < PENDING_MAX && pending[i].fd != fd; i++)
+		;
+	n = i < PENDING_MAX ? recv(fd, &a, sizeof(a), MSG_DONTWAIT) : -1;
+	/* not for a descriptor that is another connection by now */
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		i = PENDING_MAX;
+	if (i < PENDING_MAX) {
+		seg = slot_seg[xpmem_lib_shm_slot_of(
+			(xpmem_segid_t)pending[i].segid)];
+		if (seg && (uint64_t)seg->segid == pending[i].segid) {
+			answer_auth_locked(seg, fd, n == (ssize_t)sizeof(a) ?
+					   &a : NULL);
+		} else {
+			struct shm_grant g = {
+				.magic = SHM_GRANT_MAGIC,
+				.segid = pending[i].segid, .error = ENOENT,
+			};
+
+			grant_send(fd, &g, NULL, 0);	/* removed */
+		}
+		explicit_bzero(&a, sizeof(a));
+		pending_drop_locked(i);
+	}
+	pthread_mutex_unlock(&owner_lock);
+}
+
+/*
+ * Close the pending connections whose time is up; return how long
+ * epoll_wait() may sleep until the next one's is (-1: none).
+ */
+static int pending_expire(void)
+{
+	struct timespec now;
+	long long ms, next = -1;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&owner_lock);
+	for (i = 0; i < PENDING_MAX; i++) {
+		if (pending[i].fd < 0)
+			continue;
+		ms = (long long)(pending[i].deadline.tv_sec - now.tv_sec) *
+		     1000 +
+		     (pending[i].deadline.tv_nsec - now.tv_nsec) / 1000000;
+		if (ms <= 0)
+			pending_drop_locked(i);
+		else if (next < 0 || ms < next)
+			next = ms;
+	}
+	pthread_mutex_unlock(&owner_lock);
+	return (int)next;
+}
 
 /* Tell a peer on a key's socket which segment has the key. */
 static void answer_key(struct segment *seg, int c)
@@ -494,9 +668,12 @@ static void accept_serve(uint64_t data)
 			if (c >= 0) {
 				if (key)
 					answer_key(seg, c);
-				else
+				else if (!seg->auth_len)
 					answer_locked(seg, c);
-				close(c);
+				else if (serve_auth_locked(seg, c))
+					c = INT_MAX;	/* pending: kept */
+				if (c != INT_MAX)
+					close(c);
 			}
 		}
 		if (spare)
@@ -521,7 +698,7 @@ static void *accept_main(void *arg)
 	sem_post(&start->running);	/* @start is gone after this */
 
 	for (;;) {
-		n = epoll_wait(epfd, ev, ACCEPT_EVENTS, -1);
+		n = epoll_wait(epfd, ev, ACCEPT_EVENTS, pending_expire());
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -529,8 +706,12 @@ static void *accept_main(void *arg)
 				      strerror(errno));
 			return NULL;
 		}
-		for (i = 0; i < n; i++)
-			accept_serve(ev[i].data.u64);
+		for (i = 0; i < n; i++) {
+			if (ev[i].data.u64 & ACCEPT_CONN_BIT)
+				serve_pending((int)(uint32_t)ev[i].data.u64);
+			else
+				accept_serve(ev[i].data.u64);
+		}
 	}
 }
 
@@ -962,7 +1143,13 @@ static void owner_reset_in_child(void)
 		close(s->sock);
 		if (s->key_sock >= 0)
 			close(s->key_sock);
+		explicit_bzero(s->auth, sizeof(s->auth));
 		free(s);
+	}
+	for (int i = 0; i < PENDING_MAX; i++) {
+		if (pending[i].fd >= 0)
+			close(pending[i].fd);	/* the parent's set: no DEL */
+		pending[i].fd = -1;
 	}
 	if (accept_epfd >= 0)
 		close(accept_epfd);
@@ -1112,7 +1299,7 @@ static int backing_vector_locked(struct piece *pc, int n, size_t total,
 
 int xpmem_lib_shm_make(const struct iovec *iov, int n, int mode,
 		       unsigned int flags, const void *key, size_t key_len,
-		       xpmem_segid_t *segid)
+		       const void *auth, size_t auth_len, xpmem_segid_t *segid)
 {
 	struct piece one, *pc = &one, *alloc = NULL;
 	struct shm_reg_slot slot = { 0 };
@@ -1209,7 +1396,12 @@ int xpmem_lib_shm_make(const struct iovec *iov, int n, int mode,
 	slot.uid = geteuid();
 	slot.gid = getegid();
 	slot.page_size = (uint32_t)b->page;
-	slot.flags = flags & XPMEM_EXT_MAKE_RDONLY ? SHM_SLOT_RDONLY : 0;
+	slot.flags = (flags & XPMEM_EXT_MAKE_RDONLY ? SHM_SLOT_RDONLY : 0) |
+		     (auth ? SHM_SLOT_AUTH : 0);
+	if (auth) {
+		seg->auth_len = (uint32_t)auth_len;
+		memcpy(seg->auth, auth, auth_len);
+	}
 	slot.obj_dev = b->dev;
 	slot.obj_ino = b->ino;
 	slot.offset = boff;
@@ -1254,6 +1446,7 @@ drop_backing:
 	}
 unlock:
 	pthread_mutex_unlock(&owner_lock);
+	explicit_bzero(seg->auth, sizeof(seg->auth));
 	free(seg);
 	free(alloc);
 	return ret;
@@ -1272,6 +1465,7 @@ static void segment_destroy_locked(struct segment *seg)
 		backing_unlink_locked(b);
 		backing_unmigrate(b);
 	}
+	explicit_bzero(seg->auth, sizeof(seg->auth));
 	free(seg);
 }
 

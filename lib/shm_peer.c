@@ -695,6 +695,9 @@ static void grant_log_refusal(xpmem_segid_t segid, const struct shm_grant *g,
 		xpmem_lib_log("get %#llx: the owner could not send its "
 			      "descriptors (too many in flight?)",
 			      (unsigned long long)segid);
+	else if (g->limit == SHM_LIMIT_AUTH)
+		xpmem_lib_log("get %#llx: missing or wrong authorization key",
+			      (unsigned long long)segid);
 	else if (g->limit == SHM_LIMIT_SPAN)
 		xpmem_lib_log("get %#llx (mode %#o): %s access refused: a peer "
 			      "of another uid gets the owner's whole "
@@ -779,14 +782,81 @@ close_fds:
 
 /* ---- get / release ------------------------------------------------------ */
 
-int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
+/*
+ * Present @auth (NULL: none) on the owner's socket @sock (shm.h): an owner
+ * whose segment has no key never reads it.  A send that fails is not an
+ * error here: the answer (or its absence) tells.
+ */
+static void auth_send(int sock, xpmem_segid_t segid, const void *auth,
+		      size_t auth_len)
+{
+	struct shm_auth a = {
+		.magic = SHM_AUTH_MAGIC, .segid = (uint64_t)segid,
+		.len = auth ? (uint32_t)auth_len : 0,
+	};
+
+	if (auth)
+		memcpy(a.key, auth, auth_len);
+	if (send(sock, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+	    (ssize_t)sizeof(a))
+		xpmem_lib_log("get %#llx: cannot present the authorization "
+			      "key: %s", (unsigned long long)segid,
+			      strerror(errno));
+	explicit_bzero(&a, sizeof(a));
+}
+
+/*
+ * A peer that reads /proc and presented a key: the owner's verdict on it
+ * (a grant of access NONE, error 0: go ahead; return 0).  An owner that
+ * closes without one (return 1) has no key for the segment, or the
+ * segment is gone: the slot tells which.
+ */
+static int auth_verdict(int sock, xpmem_segid_t segid, int flags)
+{
+	int fds[SHM_GRANT_MAX_FDS] = { -1, -1, -1 };
+	int nfds = 0, i, ret;
+	struct shm_grant g;
+
+	ret = grant_recv(sock, segid, &g, fds, &nfds);
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+	/* closed unanswered (EOF), or with our request unread (reset) */
+	if (ret == -EACCES || ret == -ENOENT)
+		return 1;
+	if (ret)
+		return ret;
+	if (g.error || g.access != SHM_ACCESS_NONE) {
+		grant_log_refusal(segid, &g, flags);
+		return g.error == ENOENT ? -ENOENT : -EACCES;
+	}
+	return 0;
+}
+
+/*
+ * Whether the slot @s agrees with what the get presented: a key for a
+ * segment with one, none for one without (as the module refuses both).
+ */
+static int auth_matches(xpmem_segid_t segid, const struct shm_reg_slot *s,
+			const void *auth)
+{
+	if (!(s->flags & SHM_SLOT_AUTH) == !auth)
+		return 0;
+	xpmem_lib_log("get %#llx: %s", (unsigned long long)segid,
+		      auth ? "an authorization key presented for a segment "
+			     "that has none" :
+			     "the segment needs an authorization key");
+	return -EACCES;
+}
+
+int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, const void *auth,
+		      size_t auth_len, xpmem_apid_t *apid)
 {
 	struct shm_reg_slot s;
 	struct ucred cred;
 	struct permit *p;
 	uid_t me = geteuid();
+	int sock = -1, ret, unconfirmed = 0;
 	uint64_t id;
-	int sock = -1, ret;
 
 	if (!xpmem_lib_shm_id_valid(segid)) {
 		xpmem_lib_log("get %#llx: not a segid of the shm backend",
@@ -802,13 +872,25 @@ int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 		return -ENOMEM;
 	}
 	p->procfd = p->regfd = p->objfd = p->regfd_owner = -1;
+	auth_send(sock, segid, auth, auth_len);
 	if (me == cred.uid || me == 0) {
-		/* The owner does not answer us: let it close at once. */
+		/* Only a key makes the owner answer us. */
+		ret = auth ? auth_verdict(sock, segid, flags) : 0;
 		close(sock);
-		ret = get_through_proc(p, segid, flags, cred.pid, &s);
+		unconfirmed = ret == 1;
+		if (ret >= 0)
+			ret = get_through_proc(p, segid, flags, cred.pid, &s);
 	} else {
 		ret = get_from_owner(p, sock, segid, flags, &s);
 		close(sock);
+	}
+	if (!ret)
+		ret = auth_matches(segid, &s, auth);
+	if (!ret && unconfirmed) {
+		/* a key the owner never confirmed for a segment with one */
+		xpmem_lib_log("get %#llx: the owner did not answer for the "
+			      "authorization key", (unsigned long long)segid);
+		ret = -EACCES;
 	}
 	if (ret)
 		goto free_p;
@@ -881,7 +963,8 @@ static int key_answer_recv(int fd, uint64_t *segid)
  * usual one.
  */
 int xpmem_lib_shm_get_key(const void *key, size_t key_len, int flags,
-			  xpmem_apid_t *apid, xpmem_segid_t *segid)
+			  const void *auth, size_t auth_len, xpmem_apid_t *apid,
+			  xpmem_segid_t *segid)
 {
 	struct sockaddr_un sun;
 	socklen_t alen = xpmem_lib_shm_key_sockaddr(key, key_len, &sun);
@@ -910,7 +993,8 @@ int xpmem_lib_shm_get_key(const void *key, size_t key_len, int flags,
 			      "segment %#llx", (unsigned long long)id);
 		return -ENOENT;
 	}
-	ret = xpmem_lib_shm_get((xpmem_segid_t)id, flags, apid);
+	ret = xpmem_lib_shm_get((xpmem_segid_t)id, flags, auth, auth_len,
+				apid);
 	if (!ret)
 		*segid = (xpmem_segid_t)id;
 	return ret;

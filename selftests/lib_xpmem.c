@@ -394,7 +394,8 @@ TEST_F(lib, backend_signals)
 		ASSERT_EQ(XPMEM_EXT_F_MIGRATE | XPMEM_EXT_F_CROSS_USER |
 			  XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
 			  XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING |
-			  XPMEM_EXT_F_MAKEV | XPMEM_EXT_F_URING_FIXED, f);
+			  XPMEM_EXT_F_MAKEV | XPMEM_EXT_F_URING_FIXED |
+			  XPMEM_EXT_F_AUTH, f);
 		ASSERT_STREQ("shm", xpmem_ext_backend_name(self->backend));
 	} else {
 		ASSERT_LE(0, xpmem_version());
@@ -991,33 +992,112 @@ TEST_F(lib, ext_attach_options)
 static const char lib_key[] = "lib_xpmem/well-known";
 static const char lib_auth[] = "s3cr3t";
 
-/* Where the backend has no authorization keys, calls with one say so. */
-TEST_F(lib, ext_auth_or_eopnotsupp)
+/*
+ * Authorization keys on every backend, for a peer of the owner's uid (a
+ * child): a get without the key, with a wrong one or a prefix of it, and
+ * with a key for a segment that has none are EACCES; the right key gets a
+ * permit that attaches.  Where a backend has none, calls with one say so.
+ */
+TEST_F(lib, ext_auth_key_checked)
 {
-	unsigned char *buf = xpmem_ext_alloc(page, 0);
-	xpmem_segid_t segid, found = 0;
+	unsigned char *buf = xpmem_ext_alloc(2 * page, 0);
+	xpmem_segid_t s[2];
+	pid_t pid;
 
 	ASSERT_NE(NULL, buf);
-	if (xpmem_ext_features() & XPMEM_EXT_F_AUTH) {
-		xpmem_ext_free(buf);
-		SKIP(return, "the backend has authorization keys");
+	if (!(xpmem_ext_features() & XPMEM_EXT_F_AUTH)) {
+		errno = 0;
+		ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0600, 0, NULL, 0,
+					     lib_auth, 6));
+		ASSERT_EQ(EOPNOTSUPP, errno);
+		ASSERT_EQ(0, xpmem_ext_free(buf));
+		return;
 	}
-	errno = 0;
-	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0600, 0, lib_key,
-				     sizeof(lib_key), lib_auth, 6));
-	ASSERT_EQ(EOPNOTSUPP, errno);
-	/* nothing was published under the key */
-	errno = 0;
-	ASSERT_EQ(-1, xpmem_ext_get_key(lib_key, sizeof(lib_key),
-					XPMEM_RDONLY, NULL, 0, &found));
-	ASSERT_EQ(ENOENT, errno);
-	ASSERT_EQ(0, found);
-	segid = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0600);
-	ASSERT_LT(0, segid);
-	errno = 0;
-	ASSERT_EQ(-1, xpmem_ext_get(segid, XPMEM_RDONLY, lib_auth, 6));
-	ASSERT_EQ(EOPNOTSUPP, errno);
-	ASSERT_EQ(0, xpmem_remove(segid));
+	fill(buf, 2 * page, 33);
+	s[0] = xpmem_ext_make(buf, page, 0600, 0, NULL, 0, lib_auth,
+			      strlen(lib_auth));
+	s[1] = xpmem_ext_make(buf + page, page, 0600, 0, NULL, 0, NULL, 0);
+	ASSERT_LT(0, s[0]);
+	ASSERT_LT(0, s[1]);
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct xpmem_addr addr = { .offset = 0 };
+		unsigned char *at;
+
+		errno = 0;
+		if (xpmem_get(s[0], XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL) != -1 ||
+		    errno != EACCES)
+			_exit(1);
+		errno = 0;
+		if (xpmem_ext_get(s[0], XPMEM_RDONLY, "s3cr3x", 6) != -1 ||
+		    errno != EACCES)
+			_exit(2);
+		errno = 0;
+		if (xpmem_ext_get(s[0], XPMEM_RDONLY, lib_auth, 5) != -1 ||
+		    errno != EACCES)
+			_exit(3);
+		errno = 0;
+		if (xpmem_ext_get(s[1], XPMEM_RDONLY, lib_auth, 6) != -1 ||
+		    errno != EACCES)
+			_exit(4);
+		addr.apid = xpmem_ext_get(s[0], XPMEM_RDWR, lib_auth, 6);
+		if (addr.apid <= 0)
+			_exit(5);
+		at = xpmem_attach(addr, page, NULL);
+		if (at == (void *)-1 || check(at, page, 33))
+			_exit(6);
+		at[1] = 0x44;
+		_exit(xpmem_release(addr.apid) ? 7 : 0);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0x44, buf[1]);
+	ASSERT_EQ(0, xpmem_remove(s[0]));
+	ASSERT_EQ(0, xpmem_remove(s[1]));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/*
+ * shm: peers that connect to a keyed segment's socket and never present a
+ * key (more of them than the owner keeps waiting) hold up nobody: a get
+ * with the key meanwhile succeeds, and the owner closes the silent
+ * connections unanswered.
+ */
+TEST_F(lib, ext_auth_silent_peers_hold_up_nobody)
+{
+	unsigned char *buf = xpmem_ext_alloc(page, 0);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int silent[40], n;
+	xpmem_segid_t s;
+	xpmem_apid_t a;
+	socklen_t alen;
+
+	if (!IS_SHM)
+		SKIP(return, "the module checks keys in the ioctl");
+	ASSERT_NE(NULL, buf);
+	s = xpmem_ext_make(buf, page, 0600, 0, NULL, 0, lib_auth, 6);
+	ASSERT_LT(0, s);
+	n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1,
+		     "xpmem-%012llx", (unsigned long long)s);
+	alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	for (int i = 0; i < 40; i++) {
+		silent[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ASSERT_LE(0, silent[i]);
+		ASSERT_EQ(0, connect(silent[i], (struct sockaddr *)&sun, alen));
+	}
+	a = xpmem_ext_get(s, XPMEM_RDONLY, lib_auth, 6);
+	ASSERT_LT(0, a);
+	ASSERT_EQ(0, xpmem_release(a));
+	/* each silent one is closed, answered with nothing (EOF or reset) */
+	for (int i = 0; i < 40; i++) {
+		struct pollfd pfd = { .fd = silent[i], .events = POLLIN };
+		char c;
+
+		ASSERT_EQ(1, poll(&pfd, 1, 30000));
+		ASSERT_GE(0, recv(silent[i], &c, 1, MSG_DONTWAIT));
+		close(silent[i]);
+	}
+	ASSERT_EQ(0, xpmem_remove(s));
 	ASSERT_EQ(0, xpmem_ext_free(buf));
 }
 
@@ -1629,6 +1709,94 @@ TEST_F(xuser, key_rdonly_export)
 			_exit(15);
 		if (xpmem_detach(at) || xpmem_release(addr.apid))
 			_exit(16);
+		_exit(CHILD_OK);
+	}
+	KEEP_NONE(all);
+	ASSERT_CHILD(CHILD_OK, peer, "bob");
+	ASSERT_CHILD(CHILD_OK, owner, "alice");
+	ASSERT_DIR_EMPTY();
+}
+
+/*
+ * An authorization key binds a peer of another uid: bob, whom the mode
+ * grants read-write, gets nothing without the key, with a wrong one, or
+ * with a key for a segment that has none; with the right one he attaches
+ * and writes, and a permit of carol (same mode) still needs it.
+ */
+TEST_F(xuser, auth_key_binds_other_uids)
+{
+	static const char secret[] = "alice's secret";
+	int seg[2], done[2];
+	pid_t owner, peer;
+
+	if (!(xpmem_ext_features() & XPMEM_EXT_F_AUTH))
+		SKIP(return, "no XPMEM_EXT_F_AUTH on this backend");
+	ASSERT_EQ(0, pipe(seg));
+	ASSERT_EQ(0, pipe(done));
+	int all[] = { seg[0], seg[1], done[0], done[1] };
+
+	owner = fork_child();
+	ASSERT_LE(0, owner);
+	if (owner == 0) {
+		unsigned char *buf;
+		xpmem_segid_t s[2];
+
+		KEEP(all, seg[1], done[0]);
+		if (become(ALICE, ALICE, 0))
+			_exit(10);
+		buf = xpmem_ext_alloc(2 * page, 0);
+		if (!buf)
+			_exit(11);
+		fill(buf, 2 * page, 71);
+		s[0] = xpmem_ext_make(buf, page, 0666, 0, NULL, 0, secret,
+				      sizeof(secret));
+		s[1] = xpmem_ext_make(buf + page, page, 0666, 0, NULL, 0,
+				      NULL, 0);
+		if (s[0] <= 0 || s[1] <= 0 || write_all(seg[1], s, sizeof(s)))
+			_exit(12);
+		wait_eof(done[0]);
+		if (buf[5] != 0x7a || xpmem_remove(s[0]) || xpmem_remove(s[1]))
+			_exit(13);
+		_exit(CHILD_OK);
+	}
+	peer = fork_child();
+	ASSERT_LE(0, peer);
+	if (peer == 0) {
+		struct xpmem_addr addr = { .offset = 0 };
+		xpmem_segid_t s[2];
+		unsigned char *at;
+
+		KEEP(all, seg[0], done[1]);
+		if (become(BOB, BOB, 0))
+			_exit(10);
+		if (read_all(seg[0], s, sizeof(s)))
+			_exit(11);
+		errno = 0;
+		if (xpmem_get(s[0], XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL) != -1 ||
+		    errno != EACCES)
+			_exit(12);
+		errno = 0;
+		if (xpmem_ext_get(s[0], XPMEM_RDWR, "wrong", 5) != -1 ||
+		    errno != EACCES)
+			_exit(13);
+		errno = 0;
+		if (xpmem_ext_get(s[0], XPMEM_RDWR, secret,
+				  sizeof(secret) - 1) != -1 || errno != EACCES)
+			_exit(14);	/* a prefix is wrong too */
+		errno = 0;
+		if (xpmem_ext_get(s[1], XPMEM_RDWR, secret,
+				  sizeof(secret)) != -1 || errno != EACCES)
+			_exit(15);	/* a key for a segment without */
+		addr.apid = xpmem_ext_get(s[0], XPMEM_RDWR, secret,
+					  sizeof(secret));
+		if (addr.apid <= 0)
+			_exit(errno_code(20));
+		at = xpmem_attach(addr, page, NULL);
+		if (at == (void *)-1 || check(at, page, 71))
+			_exit(16);
+		at[5] = 0x7a;
+		if (xpmem_detach(at) || xpmem_release(addr.apid))
+			_exit(17);
 		_exit(CHILD_OK);
 	}
 	KEEP_NONE(all);

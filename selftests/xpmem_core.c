@@ -1279,7 +1279,7 @@ TEST_F(xpmem, proc_objects_lists_what_exists)
 	ASSERT_EQ(0, read_objects(getpid(), buf, sizeof(buf)));
 	TH_LOG("%s", buf);
 	snprintf(want, sizeof(want),
-		 "segment %#llx vaddr %#lx size %lu mode 0640 attachments 1\n",
+		 "segment %#llx vaddr %#lx size %lu mode 0640 attachments 1 ranges 1\n",
 		 (unsigned long long)o.segid, (unsigned long)o.buf, 4 * PAGE);
 	ASSERT_NE(NULL, strstr(buf, want)) TH_LOG("no line: %s", want);
 	snprintf(want, sizeof(want),
