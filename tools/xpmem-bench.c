@@ -78,7 +78,7 @@ enum metric {
 	M_XR1, M_XR2, M_XW1, M_XW2,
 	M_MR1, M_MR2, M_MW1, M_MW2,
 	M_PVM, M_CPY, M_XMCPY2, M_XCOPY, M_ACOPY1, M_ACOPY4, M_ACOPY16,
-	M_FCOPY16, M_ACOPY16_PVM, M_ACOPY16_XMC2,
+	M_FCOPY16, M_ACOPY16_PVM, M_ACOPY16_XMC2, M_FCOPY16_XMC2,
 	M_XR_12, M_XW_12, M_MR_12, M_MW_12,
 	M_R1_M, M_R2_M, M_W1_M, M_W2_M,
 	M_FR1_MIB, M_FW1_MIB, M_PG_R1_MIB, M_HUGE_R1, M_HUGE_W1,
@@ -119,6 +119,7 @@ static struct metric_info minfo[NMETRICS] = {
 	[M_FCOPY16]   = { "fixed_copy_16", "own ring, registered, 16", "MiB/s", 1, 0 },
 	[M_ACOPY16_PVM] = { "async_copy_16_over_pvm", "async16/process_vm_readv", "x", 1, 0 },
 	[M_ACOPY16_XMC2] = { "async_copy_16_over_memcpy2", "async16/memcpy warm", "x", 1, 0 },
+	[M_FCOPY16_XMC2] = { "fixed_copy_16_over_memcpy2", "registered16/memcpy warm", "x", 1, 0 },
 	[M_XR_12]     = { "xpmem_read1_over_read2", "xpmem read 1st/2nd", "x", 1, 0 },
 	[M_XW_12]     = { "xpmem_write1_over_write2", "xpmem write 1st/2nd", "x", 1, 0 },
 	[M_MR_12]     = { "memfd_read1_over_read2", "memfd read 1st/2nd", "x", 1, 0 },
@@ -808,6 +809,7 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 	V(M_MW2) = mibps(size, m_w2);
 	/* ratios of times, per repeat: < 1 means the first one is faster */
 	V(M_ACOPY16_XMC2) = V(M_ACOPY16) / V(M_XMCPY2);
+	V(M_FCOPY16_XMC2) = V(M_FCOPY16) / V(M_XMCPY2);
 	V(M_XR_12) = r1 / r2;
 	V(M_XW_12) = w1 / w2;
 	V(M_MR_12) = m_r1 / m_r2;
