@@ -714,7 +714,7 @@ struct fz {
 	long touches, sigbus, sigsegv, refused, selfmaps, forks;
 	long ext_attaches, ext_makes, ext_gets, ext_copies, uring_cmds;
 	struct io_uring ring;
-	int have_ring;
+	int have_ring, have_fixed;
 };
 
 static struct fz F;
@@ -2418,6 +2418,16 @@ static void op_copy(struct fz *f)
 			sqe->addr3 = pop[i] ? (uintptr_t)&pp[i] :
 				     (uintptr_t)&x[i];
 			sqe->user_data = i;
+			/*
+			 * Some name the registered buffer: those whose
+			 * bytes lie in it copy, the others fail (EFAULT,
+			 * EINVAL for a vector), and what must fail still
+			 * does.
+			 */
+			if (!pop[i] && f->have_fixed && chance(&f->r, 30)) {
+				sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+				sqe->buf_index = chance(&f->r, 95) ? 0 : 1;
+			}
 		}
 	}
 	if (!ring)
@@ -2486,6 +2496,12 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 	if (f->secretfd >= 0)
 		sh->secretmem = 1;
 	f->have_ring = !io_uring_queue_init(8, &f->ring, 0);
+	if (f->have_ring) {
+		/* the gup buffer, registered: ring copies may name it */
+		struct iovec reg = { f->buf, 4 * PG };
+
+		f->have_fixed = !io_uring_register_buffers(&f->ring, &reg, 1);
+	}
 	sh->procs[id].pid = f->pid;
 	sh->procs[id].uid = f->uid;
 	sh->procs[id].addr[0] = (uintptr_t)&frame;
