@@ -2433,8 +2433,16 @@ static void op_copy(struct fz *f)
 	if (!ring)
 		return;
 	f->uring_cmds += n;
-	if (io_uring_submit(&f->ring) != n)
-		fz_fail(f, "io_uring_submit of %d xpmem commands failed", n);
+	/*
+	 * An SQE io_uring refuses at prep (a bad buffer index) ends the
+	 * submission there with its error in a CQE: submit the rest again.
+	 */
+	for (i = 0; i < n; i += r) {
+		r = io_uring_submit(&f->ring);
+		if (r <= 0)
+			fz_fail(f, "io_uring_submit of %d xpmem commands: %ld",
+				n - (int)i, r);
+	}
 	for (i = 0; i < n; i++) {
 		if (io_uring_wait_cqe(&f->ring, &cqe))
 			fz_fail(f, "io_uring_wait_cqe failed");
