@@ -356,6 +356,36 @@ static unsigned long xpmem_att_skip_hole(struct xpmem_att *att,
 }
 
 /*
+ * Where the owner VMA that maps @oaddr (the owner address of attacher
+ * address @a) ends, as an attacher address; @next if the owner's
+ * mmap_lock is not free at once (the caller holds the attacher's: no
+ * waiting out of order) or nothing maps @oaddr.  A fault window stops
+ * there, so populating goes on from there rather than from the next
+ * window.
+ */
+static unsigned long xpmem_att_owner_vma_end(struct xpmem_att *att,
+					     unsigned long a,
+					     unsigned long oaddr,
+					     unsigned long next)
+{
+	struct mm_struct *owner = att->seg->mm;
+	struct vm_area_struct *ovma;
+	bool self = owner == current->mm;	/* its lock is held */
+
+	if (!mmget_not_zero(owner))
+		return next;
+	if (self || mmap_read_trylock(owner)) {
+		ovma = vma_lookup(owner, oaddr);
+		if (ovma && ovma->vm_end - oaddr < next - a)
+			next = a + (ovma->vm_end - oaddr);
+		if (!self)
+			mmap_read_unlock(owner);
+	}
+	mmput_async(owner);
+	return next;
+}
+
+/*
  * POPULATE: fault each fault window of [@a, @end) of an attachment whose
  * segment offset att->offset is mapped at @base once, as a read (or with
  * @write, a write) of its first page would, so that the first pass over
@@ -390,6 +420,8 @@ static void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
 		ret = fixup_user_fault(mm, a, flags, &unlocked);
 		if (ret && ret != -EFAULT)
 			break;
+		if (!ret)	/* the window stopped at the owner VMA's end? */
+			next = xpmem_att_owner_vma_end(att, a, oaddr, next);
 		if (ret || need_resched()) {
 			mmap_read_unlock(mm);
 			if (ret)	/* nothing to map here */

@@ -403,6 +403,56 @@ TEST_F(ext, attach_populate_write_then_no_faults)
 }
 
 /*
+ * EXT_ATTACH with POPULATE through @apid, then a read pass: 0 if it read
+ * the fixture's bytes without a fault, else a step number.
+ */
+static int populated_read_takes_no_fault(int fd, xpmem_apid_t apid)
+{
+	struct xpmem_ext_attach a = whole(apid, XPMEM_EXT_ATTACH_POPULATE);
+	long faults;
+	int ret = 0;
+
+	if (xp_ioctl(fd, XPMEM_CMD_EXT_ATTACH, &a))
+		return 1;
+	faults = stat_read("faults");
+	if (check((char *)(uintptr_t)a.vaddr, LEN, 31))
+		ret = 2;
+	else if (stat_read("faults") != faults)
+		ret = 3;
+	if (xp_detach(fd, (void *)(uintptr_t)a.vaddr))
+		ret = 4;
+	return ret;
+}
+
+/*
+ * POPULATE of an owner range split into many VMAs (every other 64 KiB
+ * read-only), so that fault windows stop inside their 2 MiB: populating
+ * goes on where each stopped, and a first read pass takes no fault, in
+ * the owner's own process and in another one.
+ */
+TEST_F(ext, attach_populate_across_owner_vmas)
+{
+	const size_t chunk = 64 * 1024;
+	pid_t pid;
+
+	for (size_t off = chunk; off < LEN; off += 2 * chunk)
+		ASSERT_EQ(0, mprotect(self->s.buf + off, chunk, PROT_READ));
+	ASSERT_EQ(0, populated_read_takes_no_fault(self->fd, self->s.ro));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = xp_open();
+		xpmem_apid_t apid;
+
+		if (fd < 0 || xp_get(fd, self->s.segid, XPMEM_RDONLY, &apid))
+			_exit(10);
+		_exit(populated_read_takes_no_fault(fd, apid));
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, mprotect(self->s.buf, LEN, PROT_READ | PROT_WRITE));
+}
+
+/*
  * POPULATE over an owner range with holes and memory no attachment may
  * map: the holes are skipped, the rest is mapped, the attach succeeds.
  */
