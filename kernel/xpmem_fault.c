@@ -996,10 +996,11 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 
 	atomic_long_inc(&xpmem_stats.faults);
 	/* A VMA copied into another mm (it cannot be: VM_DONTCOPY|VM_IO). */
-	if (vma->vm_mm != att->mm || READ_ONCE(att->dead) ||
-	    !xpmem_fault_mirror(vmf, &oaddr))
+	if (vma->vm_mm != att->mm || READ_ONCE(att->dead))
 		return VM_FAULT_SIGBUS;
-	if (mkwrite && xpmem_fault_mkwrite_fast(vmf, att, oaddr))
+	/* (a page outside the mirrors is SIGBUS in xpmem_fault_resolve()) */
+	if (mkwrite && xpmem_fault_mirror(vmf, &oaddr) &&
+	    xpmem_fault_mkwrite_fast(vmf, att, oaddr))
 		return 0;
 
 	maxpages = mkwrite ? 1 : xpmem_fault_window_pages();

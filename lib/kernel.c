@@ -230,13 +230,15 @@ static int keyed_ioctl(unsigned long nr, void *cmd, __u8 *kdst,
 	return ret;
 }
 
-/* One buffer is the classic (vaddr, size); several the IOV form. */
+/*
+ * One buffer is the classic (vaddr, size); several the IOV form, whose
+ * array is the caller's struct iovec (the same layout, xpmem_lib.h).
+ */
 static int kernel_make_ext(const struct iovec *iov, int iovcnt, int mode,
 			   unsigned int flags, const void *key, size_t key_len,
 			   const void *auth, size_t auth_len,
 			   xpmem_segid_t *segid)
 {
-	struct xpmem_ext_iov vec[XPMEM_EXT_MAKE_IOV_MAX];
 	struct xpmem_ext_make cmd = {
 		.vaddr = (__u64)(uintptr_t)iov[0].iov_base,
 		.size = iov[0].iov_len,
@@ -246,16 +248,12 @@ static int kernel_make_ext(const struct iovec *iov, int iovcnt, int mode,
 		.key_len = (__u32)key_len,
 		.auth_len = (__u32)auth_len,
 	};
-	int i, ret;
+	int ret;
 
 	if (iovcnt > 1) {
 		if (!(kernel_more_features() & XPMEM_EXT_F_MAKEV))
 			return -EOPNOTSUPP;
-		for (i = 0; i < iovcnt; i++) {
-			vec[i].base = (__u64)(uintptr_t)iov[i].iov_base;
-			vec[i].len = iov[i].iov_len;
-		}
-		cmd.vaddr = (__u64)(uintptr_t)vec;
+		cmd.vaddr = (__u64)(uintptr_t)iov;
 		cmd.size = (__u64)iovcnt;
 		cmd.flags |= XPMEM_EXT_MAKE_IOV;
 	}

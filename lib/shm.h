@@ -219,6 +219,8 @@ static inline off_t shm_slot_pos(unsigned int slot)
 int xpmem_lib_shm_id_draw(uint64_t *id);
 int xpmem_lib_shm_id_valid(int64_t id);
 unsigned int xpmem_lib_shm_slot_of(xpmem_segid_t segid);
+void xpmem_lib_shm_deadline(struct timespec *ts, int ms);
+int xpmem_lib_shm_ms_left(const struct timespec *deadline);
 socklen_t xpmem_lib_shm_sockaddr(xpmem_segid_t segid,
 				 struct sockaddr_un *sun);
 socklen_t xpmem_lib_shm_key_sockaddr(const void *key, size_t key_len,

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shm.h"
@@ -50,6 +51,30 @@ int xpmem_lib_shm_id_valid(int64_t id)
 }
 
 /* The registry slot of @segid. */
+/* *@ts = @ms milliseconds from now (CLOCK_MONOTONIC). */
+void xpmem_lib_shm_deadline(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* Milliseconds left until @deadline (CLOCK_MONOTONIC), at least 0. */
+int xpmem_lib_shm_ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	long long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000 +
+	     (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : (int)ms;
+}
+
 unsigned int xpmem_lib_shm_slot_of(xpmem_segid_t segid)
 {
 	return (unsigned int)((uint64_t)segid % SHM_REG_SLOTS);

@@ -545,12 +545,8 @@ static int serve_auth_locked(struct segment *seg, int c)
 		return 0;
 	}
 	for (i = 0; i < PENDING_MAX && pending[i].fd >= 0; i++)
-		if (pending[i].deadline.tv_sec <
-		    pending[oldest].deadline.tv_sec ||
-		    (pending[i].deadline.tv_sec ==
-		     pending[oldest].deadline.tv_sec &&
-		     pending[i].deadline.tv_nsec <
-		     pending[oldest].deadline.tv_nsec))
+		if (xpmem_lib_shm_ms_left(&pending[i].deadline) <
+		    xpmem_lib_shm_ms_left(&pending[oldest].deadline))
 			oldest = i;
 	if (i == PENDING_MAX) {
 		pending_drop_locked(oldest);
@@ -561,13 +557,7 @@ static int serve_auth_locked(struct segment *seg, int c)
 		return 0;
 	pending[i].fd = c;
 	pending[i].segid = (uint64_t)seg->segid;
-	clock_gettime(CLOCK_MONOTONIC, &pending[i].deadline);
-	pending[i].deadline.tv_sec += SHM_AUTH_WAIT_MS / 1000;
-	pending[i].deadline.tv_nsec += (SHM_AUTH_WAIT_MS % 1000) * 1000000L;
-	if (pending[i].deadline.tv_nsec >= 1000000000L) {
-		pending[i].deadline.tv_sec++;
-		pending[i].deadline.tv_nsec -= 1000000000L;
-	}
+	xpmem_lib_shm_deadline(&pending[i].deadline, SHM_AUTH_WAIT_MS);
 	return 1;
 }
 
@@ -615,25 +605,20 @@ static void serve_pending(int fd)
  */
 static int pending_expire(void)
 {
-	struct timespec now;
-	long long ms, next = -1;
-	int i;
+	int i, ms, next = -1;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&owner_lock);
 	for (i = 0; i < PENDING_MAX; i++) {
 		if (pending[i].fd < 0)
 			continue;
-		ms = (long long)(pending[i].deadline.tv_sec - now.tv_sec) *
-		     1000 +
-		     (pending[i].deadline.tv_nsec - now.tv_nsec) / 1000000;
-		if (ms <= 0)
+		ms = xpmem_lib_shm_ms_left(&pending[i].deadline);
+		if (!ms)
 			pending_drop_locked(i);
 		else if (next < 0 || ms < next)
 			next = ms;
 	}
 	pthread_mutex_unlock(&owner_lock);
-	return (int)next;
+	return next;
 }
 
 /* Tell a peer on a key's socket which segment has the key. */

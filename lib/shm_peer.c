@@ -564,18 +564,6 @@ static int get_through_proc(struct permit *p, xpmem_segid_t segid, int flags,
 	return 0;
 }
 
-/* Milliseconds left until @deadline (CLOCK_MONOTONIC), at least 0. */
-static int ms_left(const struct timespec *deadline)
-{
-	struct timespec now;
-	long long ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000 +
-	     (deadline->tv_nsec - now.tv_nsec) / 1000000;
-	return ms < 0 ? 0 : (int)ms;
-}
-
 /*
  * grant_recv - wait at most CONNECT_WAIT_S for the owner's answer on
  * @sock and check its form: exactly one struct shm_grant for @segid, with
@@ -599,9 +587,8 @@ static int grant_recv(int sock, xpmem_segid_t segid, struct shm_grant *g,
 	ssize_t n;
 
 	memset(g, 0, sizeof(*g));
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += CONNECT_WAIT_S;
-	while ((r = poll(&pfd, 1, ms_left(&deadline))) <= 0) {
+	xpmem_lib_shm_deadline(&deadline, CONNECT_WAIT_S * 1000);
+	while ((r = poll(&pfd, 1, xpmem_lib_shm_ms_left(&deadline))) <= 0) {
 		if (r == 0) {
 			xpmem_lib_log("get %#llx: no answer from the owner in "
 				      "%d s (its accept thread is busy or the "
@@ -932,9 +919,8 @@ static int key_answer_recv(int fd, uint64_t *segid)
 	ssize_t n;
 	int r;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += CONNECT_WAIT_S;
-	while ((r = poll(&pfd, 1, ms_left(&deadline))) <= 0) {
+	xpmem_lib_shm_deadline(&deadline, CONNECT_WAIT_S * 1000);
+	while ((r = poll(&pfd, 1, xpmem_lib_shm_ms_left(&deadline))) <= 0) {
 		if (r == 0) {
 			xpmem_lib_log("get by key: no answer from the owner in "
 				      "%d s", CONNECT_WAIT_S);

@@ -1720,8 +1720,8 @@ TEST_F(xuser, key_rdonly_export)
 /*
  * An authorization key binds a peer of another uid: bob, whom the mode
  * grants read-write, gets nothing without the key, with a wrong one, or
- * with a key for a segment that has none; with the right one he attaches
- * and writes, and a permit of carol (same mode) still needs it.
+ * with a key for a segment that has none, nor with a prefix of the key;
+ * with the right one he attaches and writes what alice then reads.
  */
 TEST_F(xuser, auth_key_binds_other_uids)
 {

@@ -76,20 +76,12 @@ static struct xpmem_ext_copy cp(xpmem_apid_t apid, uint64_t off, void *addr,
 	return c;
 }
 
-/* EXT_COPY: bytes copied, or -errno. */
-static long ext_copy(int fd, struct xpmem_ext_copy *c)
-{
-	long ret = ioctl(fd, XPMEM_CMD_EXT_COPY, c);
-
-	return ret < 0 ? -errno : ret;
-}
-
 static long copy_from(int fd, xpmem_apid_t apid, uint64_t off, void *buf,
 		      uint64_t len)
 {
 	struct xpmem_ext_copy c = cp(apid, off, buf, len, 0);
 
-	return ext_copy(fd, &c);
+	return xp_ext_copy(fd, &c);
 }
 
 static long copy_to(int fd, xpmem_apid_t apid, uint64_t off, void *buf,
@@ -97,7 +89,7 @@ static long copy_to(int fd, xpmem_apid_t apid, uint64_t off, void *buf,
 {
 	struct xpmem_ext_copy c = cp(apid, off, buf, len, XPMEM_EXT_COPY_TO);
 
-	return ext_copy(fd, &c);
+	return xp_ext_copy(fd, &c);
 }
 
 /* Does @p hold bytes [@off, @off + @len) of fill(.., @seed)? */
@@ -133,44 +125,44 @@ TEST_F(copy, rejects_each_bad_field)
 	};
 
 	c = cp(self->s.rw, 0, self->dst, PAGE, 0x4);
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	c = cp(self->s.rw, 0, self->dst, PAGE, 0x80000000U);
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	c = cp(self->s.rw, 0, self->dst, PAGE, 0);
 	c.reserved0 = 1;
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	for (int i = 0; i < 3; i++) {
 		c = cp(self->s.rw, 0, self->dst, PAGE, 0);
 		c.reserved[i] = 1;
-		ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+		ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	}
 	c = cp(0, 0, self->dst, PAGE, 0);
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	c = cp(-1, 0, self->dst, PAGE, 0);
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	/* vectors: no element, too many */
 	c = cp(self->s.rw, 0, iov, 0, XPMEM_EXT_COPY_IOV);
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	c = cp(self->s.rw, 0, iov, XPMEM_EXT_IOV_MAX + 1, XPMEM_EXT_COPY_IOV);
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	/* ranges past the segment: offset, length, both wrapping */
 	c = cp(self->s.rw, LEN + 1, self->dst, 0, 0);
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	c = cp(self->s.rw, LEN - PAGE, self->dst, PAGE + 1, 0);
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	c = cp(self->s.rw, UINT64_MAX - 10, self->dst, 100, 0);
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	c = cp(self->s.rw, 0, iov, 2, XPMEM_EXT_COPY_IOV);
 	iov[1].len = LEN;	/* PAGE + LEN > LEN */
-	ASSERT_EQ(-EINVAL, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EINVAL, xp_ext_copy(self->fd, &c));
 	/* unknown permit */
 	c = cp(self->s.rw + 0x10000, 0, self->dst, PAGE, 0);
-	ASSERT_EQ(-ENOENT, ext_copy(self->fd, &c));
+	ASSERT_EQ(-ENOENT, xp_ext_copy(self->fd, &c));
 	/* local buffers that are not the caller's memory */
 	c = cp(self->s.rw, 0, (void *)(~0UL << 47), PAGE, 0);
-	ASSERT_EQ(-EFAULT, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EFAULT, xp_ext_copy(self->fd, &c));
 	c = cp(self->s.rw, 0, (void *)(~0UL << 47), 2, XPMEM_EXT_COPY_IOV);
-	ASSERT_EQ(-EFAULT, ext_copy(self->fd, &c));
+	ASSERT_EQ(-EFAULT, xp_ext_copy(self->fd, &c));
 	ASSERT_EQ(-1, ioctl(self->fd, XPMEM_CMD_EXT_COPY, (void *)8));
 	ASSERT_EQ(EFAULT, errno);
 	/* nothing moved through any of these */
@@ -236,7 +228,7 @@ TEST_F(copy, iov_gathers_and_scatters)
 				     XPMEM_EXT_COPY_IOV);
 	size_t total = 3 + 2 * PAGE + 1 + 100;
 
-	ASSERT_EQ((long)total, ext_copy(self->fd, &c));
+	ASSERT_EQ((long)total, xp_ext_copy(self->fd, &c));
 	ASSERT_EQ(0, check_at(self->dst + 5, 999, 3, 31));
 	ASSERT_EQ(0, check_at(self->dst + 2 * PAGE, 1002, 2 * PAGE + 1, 31));
 	ASSERT_EQ(0, check_at(self->dst + 8 * PAGE + 17, 1003 + 2 * PAGE,
@@ -245,7 +237,7 @@ TEST_F(copy, iov_gathers_and_scatters)
 	memset(self->dst, 0xee, 9 * PAGE);
 	c.flags |= XPMEM_EXT_COPY_TO;
 	c.offset = 3 * PAGE;
-	ASSERT_EQ((long)total, ext_copy(self->fd, &c));
+	ASSERT_EQ((long)total, xp_ext_copy(self->fd, &c));
 	ASSERT_EQ(0, all_bytes(self->s.buf + 3 * PAGE, total, 0xee));
 	ASSERT_EQ(0, check_at(self->s.buf + 3 * PAGE + total, 3 * PAGE + total,
 			      PAGE, 31));
@@ -259,7 +251,7 @@ TEST_F(copy, iov_gathers_and_scatters)
 		}
 		c = cp(self->s.ro, 0, many, XPMEM_EXT_IOV_MAX,
 		       XPMEM_EXT_COPY_IOV);
-		ASSERT_EQ(XPMEM_EXT_IOV_MAX, ext_copy(self->fd, &c));
+		ASSERT_EQ(XPMEM_EXT_IOV_MAX, xp_ext_copy(self->fd, &c));
 		for (int i = 0; i < XPMEM_EXT_IOV_MAX; i++)
 			ASSERT_EQ(0, check_at(self->dst + 2 * i, i, 1, 31));
 	}

@@ -83,6 +83,14 @@ static inline int xp_attach(int fd, xpmem_apid_t apid, off_t off, size_t size,
 	return ret;
 }
 
+/* EXT_COPY: bytes copied, or -errno. */
+static inline long xp_ext_copy(int fd, struct xpmem_ext_copy *c)
+{
+	long ret = ioctl(fd, XPMEM_CMD_EXT_COPY, c);
+
+	return ret < 0 ? -errno : ret;
+}
+
 static inline int xp_detach(int fd, void *addr)
 {
 	struct xpmem_cmd_detach c = { .vaddr = (uintptr_t)addr };

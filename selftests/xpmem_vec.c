@@ -319,9 +319,8 @@ static ssize_t ext_copy(int fd, xpmem_apid_t apid, size_t off, void *buf,
 		.apid = apid, .offset = off, .addr = (uintptr_t)buf,
 		.len = len, .flags = flags,
 	};
-	long ret = ioctl(fd, XPMEM_CMD_EXT_COPY, &c);
 
-	return ret < 0 ? -errno : ret;
+	return xp_ext_copy(fd, &c);
 }
 
 /* EXT_COPY from and to the segment crosses from buffer to buffer. */
