@@ -93,6 +93,7 @@
 #include <linux/mmu_notifier.h>
 #include <linux/atomic.h>
 #include <linux/uidgid.h>
+#include <linux/xarray.h>
 
 #include "xpmem_uapi.h"
 
@@ -101,6 +102,7 @@
 
 struct io_uring_cmd;
 struct ipc_namespace;
+struct xpmem_omm;
 struct vm_fault;
 struct vm_area_struct;
 
@@ -111,6 +113,9 @@ struct vm_area_struct;
  */
 #define XPMEM_WOK_BITS		4
 #define XPMEM_WOK_SLOTS		BIT(XPMEM_WOK_BITS)
+
+/* Pages per bitmap of xpmem_att.mapped: one page table's worth. */
+#define XPMEM_MAPPED_BLOCK	512
 
 /* 2^10 buckets: plenty for the thousands of segments an MPI job creates. */
 #define XPMEM_ID_HASH_BITS	10
@@ -229,6 +234,15 @@ struct xpmem_att {
 		unsigned long oaddr;	/* owner address; 0: empty */
 		unsigned long pfn;
 	} wok[XPMEM_WOK_SLOTS];
+	/*
+	 * Segment offsets that may have a PTE or PMD: a bitmap per block of
+	 * XPMEM_MAPPED_BLOCK pages, set under att->lock before insertion,
+	 * tested and cleared by the invalidate callback under att->lock
+	 * (xpmem_fault.c).  An invalidation that finds nothing set needs no
+	 * zap and waits for nothing.
+	 */
+	struct xarray mapped;
+	struct xpmem_omm *omm;		/* the owner's invalidations */
 	unsigned int first_range;	/* segment range of mirrors[0] */
 	unsigned int nr_mirrors;	/* >= 1 */
 	struct xpmem_mirror mirrors[] __counted_by(nr_mirrors);
@@ -326,6 +340,16 @@ unsigned long xpmem_att_get_unmapped_area(struct file *file,
 					  unsigned long flags);	/* if huge */
 void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len);
+void xpmem_att_mapped_init(struct xpmem_att *att);
+int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
+void xpmem_att_omm_put(struct xpmem_att *att);
+void xpmem_att_mapped_destroy(struct xpmem_att *att);
+bool xpmem_att_maps_itself(struct xpmem_att *att, struct mm_struct *mm,
+			   unsigned long addr, unsigned long off,
+			   unsigned long len);
+void xpmem_revoke_read_lock(void);
+void xpmem_revoke_read_unlock(void);
+void xpmem_revoke_sync(void);
 
 /* xpmem_attach.c: attachments; the end of permits and segments */
 int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
