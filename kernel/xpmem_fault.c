@@ -516,10 +516,10 @@ static void xpmem_omm_range_end(struct mmu_notifier *mn,
 		}
 	}
 	spin_unlock(&omm->lock);
-	if (found) {
-		kfree(found);
-		wake_up_all(&omm->wq);
-	}
+	if (!found)
+		return;
+	kfree(found);
+	wake_up_all(&omm->wq);
 }
 
 static const struct mmu_notifier_ops xpmem_omm_ops = {
@@ -1322,8 +1322,8 @@ again:
 			mutex_unlock(&att->pt_lock);
 		goto retry;
 	}
-	if (att->dead || (!mkwrite && !xpmem_att_mapped_set(att, off,
-							   hi - lo))) {
+	if (att->dead ||
+	    (!mkwrite && !xpmem_att_mapped_set(att, off, hi - lo))) {
 		ret = VM_FAULT_SIGBUS;
 	} else if (mkwrite) {
 		ret = xpmem_fault_mkwrite(vmf, pfns[fidx], &zap);

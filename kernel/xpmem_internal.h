@@ -66,17 +66,32 @@
  *   permit->lock                 the permit's attachment list (mutex;
  *                                RELEASE zaps under it)
  *     att->lock
+ *   xpmem_revoke_rwsem           copy batches (read) against REMOVE and
+ *                                RELEASE (write, taken and dropped); a
+ *                                read section is a memcpy with page
+ *                                faults off, nothing nests in it but the
+ *                                object flags it reads (xpmem_fault.c)
+ *   omm->lock                    the owner's invalidations in flight;
+ *                                leaf spinlock, taken by the invalidate
+ *                                callback before att->lock, by the
+ *                                owner's invalidate_range_end and by
+ *                                faults (xpmem_fault.c)
  *   xpmem_id_lock                id tables; leaf spinlock
  *   xpmem_key_lock               requested keys of segments (mutex;
  *                                nothing nests in it, xpmem_seg.c)
  *
- * The invalidate callback (owner mmap_lock, or reclaim) takes att->lock
- * only to advance the sequence and mark the faults in progress whose
- * window it overlaps; it has the zap worker zap the attachment
- * after dropping it and waits (xpmem_attach.c).  Every zap of an
- * attachment runs in that worker, and invalidations the worker causes are
- * ignored (they only ever hit attachment VMAs, which are never mirrored),
- * so zaps never nest and never recurse.
+ * The invalidate callback (owner mmap_lock, or reclaim) lists the
+ * invalidation (omm->lock) and takes att->lock only to advance the
+ * sequence, mark the faults in progress whose window it overlaps and
+ * clear the attachment's record of mapped offsets; only if that record
+ * had any does it have the zap worker zap them after dropping the lock,
+ * and wait.  Every zap of an attachment runs in that worker, and
+ * invalidations the worker causes are ignored (they only ever hit
+ * attachment VMAs, which are never mirrored), so zaps never nest and
+ * never recurse.  The worker needs the attachment's i_mmap_rwsem, which
+ * the core holds only around invalidations of that attachment's own
+ * VMAs, where no attachment has PTEs: no callback waits for it then
+ * (docs/design.md, "Why every zap runs in a worker").
  * Nothing allocates memory while holding att->lock: the fault path makes
  * sure the page table page exists before taking it.
  */
