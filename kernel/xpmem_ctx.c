@@ -13,6 +13,7 @@
 #include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "xpmem_internal.h"
@@ -69,7 +70,7 @@ struct xpmem_ctx *xpmem_ctx_alloc(void)
 	INIT_LIST_HEAD(&ctx->permits);
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
-	ctx->tgid = task_tgid_nr(current);
+	ctx->tgid = get_pid(task_tgid(current));
 	return ctx;
 }
 
@@ -82,6 +83,7 @@ static void xpmem_ctx_free(struct kref *ref)
 {
 	struct xpmem_ctx *ctx = container_of(ref, struct xpmem_ctx, ref);
 
+	put_pid(ctx->tgid);
 	mmdrop(ctx->mm);
 	kfree(ctx);
 }

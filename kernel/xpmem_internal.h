@@ -54,7 +54,13 @@
  *         att->lock              the notifier lock; PTE insertion runs
  *                                under it, with the owner's mmap_lock held
  *           page table lock
- *   xpmem_proc_lock              /proc/xpmem/<tgid> entries (xpmem_proc.c)
+ *   xpmem_proc_lock              /proc/xpmem/<tgid> entries, one per
+ *                                struct pid of a thread group
+ *                                (xpmem_proc.c): open, the opener's
+ *                                ->flush and the last close take it,
+ *                                holding nothing else; ->flush looks
+ *                                through the closer's descriptors
+ *                                (files->file_lock) before, not under it
  *     xpmem_proc_ctx_lock        their ctx lists; a show takes it, then
  *                                xpmem_obj_lock
  *   xpmem_obj_lock               ctx lists, seg->ctx, permit->ctx
@@ -115,8 +121,10 @@
 /* Version reported by XPMEM_CMD_VERSION: major 3, minor 1 (classic layout). */
 #define XPMEM_VERSION_CODE	0x00030001
 
+struct file;
 struct io_uring_cmd;
 struct ipc_namespace;
+struct pid;
 struct xpmem_omm;
 struct vm_fault;
 struct vm_area_struct;
@@ -149,7 +157,7 @@ struct xpmem_id_table {
 struct xpmem_ctx {
 	struct kref ref;
 	struct mm_struct *mm;		/* mmgrab()ed opener mm */
-	pid_t tgid;			/* opener, initial PID namespace */
+	struct pid *tgid;		/* opener's thread group (get_pid) */
 	struct list_head segs;		/* xpmem_seg.ctx_node */
 	struct list_head permits;	/* xpmem_permit.ctx_node */
 	atomic_t nr_segs;		/* on segs (limit: max_segments) */
@@ -389,6 +397,7 @@ int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 int xpmem_proc_init(void);
 void xpmem_proc_exit(void);
 void xpmem_proc_open(struct xpmem_ctx *ctx);
+void xpmem_proc_flush(struct xpmem_ctx *ctx, struct file *file);
 void xpmem_proc_close(struct xpmem_ctx *ctx);
 
 /* xpmem_main.c: the device, ioctl dispatch (calls everything above) */
