@@ -67,24 +67,60 @@ static void xpmem_att_unlink(struct xpmem_att *att)
 	mutex_unlock(&seg->att_lock);
 }
 
-/* Undo xpmem_att_alloc() and whatever of the setup was done. */
-static void xpmem_att_free(struct xpmem_att *att)
+/* Drop what @att holds of its permit, segment and ctx; count it gone. */
+static void xpmem_att_put_objects(struct xpmem_att *att)
+{
+	xpmem_att_unlink(att);
+	xpmem_seg_put(att->seg);
+	xpmem_permit_put(att->permit);
+	atomic_dec(&att->ctx->nr_atts);
+	xpmem_ctx_put(att->ctx);
+	atomic_long_dec(&xpmem_stats.attachments);
+}
+
+/*
+ * Remove the notifiers and what only they use.  Waits, uninterruptibly,
+ * for an invalidation of the owner that is calling them to end
+ * (mmu_interval_notifier_remove()): something the owner can prolong.
+ * The callback may still run until then; it uses nothing put above.
+ */
+static void xpmem_att_unmirror(struct xpmem_att *att)
 {
 	unsigned int i;
 
-	xpmem_att_unlink(att);
 	for (i = 0; i < att->nr_mirrors; i++)
 		if (att->mirrors[i].live)
 			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
 	xpmem_att_mapped_destroy(att);
 	xpmem_att_omm_put(att);
-	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
-	xpmem_seg_put(att->seg);
-	xpmem_permit_put(att->permit);
-	atomic_dec(&att->ctx->nr_atts);
-	xpmem_ctx_put(att->ctx);
+}
+
+/* Undo xpmem_att_alloc() and whatever of the setup was done. */
+static void xpmem_att_free(struct xpmem_att *att)
+{
+	xpmem_att_put_objects(att);
+	xpmem_att_unmirror(att);
 	kvfree(att);
-	atomic_long_dec(&xpmem_stats.attachments);
+	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
+}
+
+/* The last of the release and its work frees @att, and may let rmmod go. */
+static void xpmem_att_drop(struct xpmem_att *att)
+{
+	if (!refcount_dec_and_test(&att->free_ref))
+		return;
+	kvfree(att);
+	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
+}
+
+static void xpmem_att_unmirror_work(struct work_struct *work)
+{
+	struct xpmem_att *att = container_of(work, struct xpmem_att,
+					     free_work);
+
+	xpmem_att_unmirror(att);
+	complete(&att->unmirrored);
+	xpmem_att_drop(att);
 }
 
 static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
@@ -122,9 +158,25 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 	return 0;
 }
 
+/*
+ * The last VMA is gone (munmap, DETACH, exit).  The objects are dropped at
+ * once; the notifiers are removed by a worker, waited for killably, so an
+ * owner that keeps invalidating cannot hold an attacher's munmap or exit
+ * in an uninterruptible sleep (the worker finishes later).
+ */
 static int xpmem_att_release(struct inode *inode, struct file *file)
 {
-	xpmem_att_free(file->private_data);
+	struct xpmem_att *att = file->private_data;
+
+	xpmem_att_put_objects(att);
+	refcount_set(&att->free_ref, 2);
+	init_completion(&att->unmirrored);
+	INIT_WORK(&att->free_work, xpmem_att_unmirror_work);
+	xpmem_fault_defer(&att->free_work);
+	/* killed: the worker finishes alone and frees @att */
+	if (wait_for_completion_killable(&att->unmirrored))
+		pr_debug("xpmem: attachment end left to its worker\n");
+	xpmem_att_drop(att);
 	return 0;
 }
 

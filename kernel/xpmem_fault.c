@@ -127,6 +127,9 @@ MODULE_PARM_DESC(huge_mappings,
 
 static struct workqueue_struct *xpmem_zap_wq;
 
+/* Attachment ends that may wait for the owner (xpmem_attach.c). */
+static struct workqueue_struct *xpmem_free_wq;
+
 /*
  * Mapped instead of the shared zero page, which vmf_insert_mixed()
  * refuses in writable mappings: reads of memory the owner never wrote see
@@ -1706,21 +1709,40 @@ const struct vm_operations_struct xpmem_vm_ops = {
 	.pfn_mkwrite = xpmem_att_mkwrite,
 };
 
+/**
+ * xpmem_fault_defer - run @work on the module's queue for waits the owner
+ * can prolong (apart from the zap worker, which such work may wait for)
+ * @work: the work
+ */
+void xpmem_fault_defer(struct work_struct *work)
+{
+	queue_work(xpmem_free_wq, work);
+}
+
 int xpmem_fault_init(void)
 {
 	xpmem_zero_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	if (!xpmem_zero_page)
 		return -ENOMEM;
 	xpmem_zap_wq = alloc_workqueue("xpmem_zap", WQ_MEM_RECLAIM, 0);
-	if (!xpmem_zap_wq) {
-		__free_page(xpmem_zero_page);
-		return -ENOMEM;
-	}
+	if (!xpmem_zap_wq)
+		goto free_page;
+	xpmem_free_wq = alloc_workqueue("xpmem_free", 0, 0);
+	if (!xpmem_free_wq)
+		goto destroy_zap;
 	return 0;
+
+destroy_zap:
+	destroy_workqueue(xpmem_zap_wq);
+free_page:
+	__free_page(xpmem_zero_page);
+	return -ENOMEM;
 }
 
 void xpmem_fault_exit(void)
 {
+	/* an attachment end may still be returning from its last put */
+	destroy_workqueue(xpmem_free_wq);
 	/* the owners' records are freed after an SRCU grace period */
 	mmu_notifier_synchronize();
 	destroy_workqueue(xpmem_zap_wq);

@@ -106,7 +106,10 @@
 
 #include <linux/bits.h>
 #include <linux/types.h>
+#include <linux/completion.h>
 #include <linux/kref.h>
+#include <linux/refcount.h>
+#include <linux/workqueue.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -266,6 +269,10 @@ struct xpmem_att {
 	 */
 	struct xarray mapped;
 	struct xpmem_omm *omm;		/* the owner's invalidations */
+	/* release: the notifiers go in a worker (xpmem_attach.c) */
+	refcount_t free_ref;		/* release and its work */
+	struct completion unmirrored;
+	struct work_struct free_work;
 	unsigned int first_range;	/* segment range of mirrors[0] */
 	unsigned int nr_mirrors;	/* >= 1 */
 	struct xpmem_mirror mirrors[] __counted_by(nr_mirrors);
@@ -363,6 +370,7 @@ unsigned long xpmem_att_get_unmapped_area(struct file *file,
 					  unsigned long flags);	/* if huge */
 void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len);
+void xpmem_fault_defer(struct work_struct *work);
 void xpmem_att_mapped_init(struct xpmem_att *att);
 int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
 void xpmem_att_omm_put(struct xpmem_att *att);

@@ -4,10 +4,11 @@
  *
  * An owner whose threads invalidate an attached range without pause (here
  * 16 threads of MADV_DONTNEED, or of mprotect round trips) must not be
- * able to keep a faulting attacher in an uninterruptible sleep: SIGKILL
- * ends the attacher while the storm goes on.  Before the fix the fault
- * waited in mmu_interval_read_begin() until no invalidation of the owner
- * was in progress at all, which the storm never allowed.  The 10 s bound
+ * able to keep a faulting or detaching attacher in an uninterruptible
+ * sleep: SIGKILL ends the attacher while the storm goes on.  Before the
+ * fix the fault waited in mmu_interval_read_begin(), and the end of an
+ * attachment in mmu_interval_notifier_remove(), until no invalidation of
+ * the owner was in progress at all, which a storm may never allow.  The 10 s bound
  * below is a failure bound, not a speed target: the attacher dies within
  * microseconds when the fault is killable.
  */
@@ -36,6 +37,7 @@ FIXTURE_VARIANT(storm)
 {
 	int advice;		/* madvise(), or -1: mprotect round trips */
 	bool write;		/* the attacher writes */
+	bool churn;		/* the attacher attaches and detaches */
 };
 
 FIXTURE_VARIANT_ADD(storm, dontneed_read) { .advice = MADV_DONTNEED };
@@ -43,6 +45,9 @@ FIXTURE_VARIANT_ADD(storm, dontneed_write) {
 	.advice = MADV_DONTNEED, .write = true,
 };
 FIXTURE_VARIANT_ADD(storm, mprotect_read) { .advice = -1 };
+FIXTURE_VARIANT_ADD(storm, dontneed_attach_detach) {
+	.advice = MADV_DONTNEED, .churn = true,
+};
 
 struct storm_arg {
 	FIXTURE_DATA(storm) *self;
@@ -99,6 +104,31 @@ FIXTURE_TEARDOWN(storm)
 		close(self->fd);
 }
 
+/*
+ * The churning attacher: attach, touch a few pages, detach, forever (the
+ * end of each attachment removes its notifiers while the owner storms).
+ */
+static void attacher_churn(xpmem_segid_t segid, int wr)
+{
+	volatile char *p;
+	xpmem_apid_t apid;
+	int fd = xp_open();
+	size_t i;
+
+	if (fd < 0 || xp_get(fd, segid, XPMEM_RDWR, &apid))
+		_exit(1);
+	if (send_msg(wr, "s", 1))
+		_exit(2);
+	for (;;) {
+		if (xp_attach(fd, apid, 0, LEN, NULL, (void **)&p))
+			_exit(3);
+		for (i = 0; i < LEN; i += 64 * PAGE)
+			(void)p[i];
+		if (xp_detach(fd, (void *)p))
+			_exit(4);
+	}
+}
+
 /* The attacher: fault the whole attachment over and over, forever. */
 static void attacher_loop(xpmem_segid_t segid, bool write, int wr)
 {
@@ -137,6 +167,8 @@ TEST_F_TIMEOUT(storm, sigkill_ends_faulting_attacher, 120)
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		chan_child(&c);
+		if (variant->churn)
+			attacher_churn(segid, c.to_parent[1]);
 		attacher_loop(segid, variant->write, c.to_parent[1]);
 	}
 	chan_parent(&c);
