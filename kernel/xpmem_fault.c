@@ -696,6 +696,9 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 		mutex_unlock(&att->lock);
 		return false;		/* zapping sleeps */
 	}
+	/* a VMA may come (an ATTACH in progress): its faults must wait */
+	if (!blockable)
+		xpmem_omm_note(att->omm, range);
 	/*
 	 * Mark, under the lock PTE insertion holds, the faults in progress
 	 * whose window this range overlaps: a fault that inserted before this

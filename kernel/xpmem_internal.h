@@ -79,9 +79,10 @@
  *                                object flags it reads (xpmem_fault.c)
  *   omm->lock                    the owner's invalidations in flight;
  *                                leaf spinlock, taken by the invalidate
- *                                callback before att->lock, by the
- *                                owner's invalidate_range_end and by
- *                                faults (xpmem_fault.c)
+ *                                callback (before att->lock, or inside
+ *                                it when non-blockable), by the owner's
+ *                                invalidate_range_end and by faults
+ *                                (xpmem_fault.c)
  *   xpmem_id_lock                id tables; leaf spinlock
  *   xpmem_key_lock               requested keys of segments (mutex;
  *                                nothing nests in it, xpmem_seg.c)
