@@ -67,11 +67,14 @@ static void xpmem_att_unlink(struct xpmem_att *att)
 	mutex_unlock(&seg->att_lock);
 }
 
-/* Drop what @att holds of its permit, segment and ctx; count it gone. */
+/*
+ * Drop what @att holds of its permit and ctx; count it gone.  The segment
+ * stays until the notifiers are removed (it holds the owner's record of
+ * invalidations they use).
+ */
 static void xpmem_att_put_objects(struct xpmem_att *att)
 {
 	xpmem_att_unlink(att);
-	xpmem_seg_put(att->seg);
 	xpmem_permit_put(att->permit);
 	atomic_dec(&att->ctx->nr_atts);
 	xpmem_ctx_put(att->ctx);
@@ -79,10 +82,11 @@ static void xpmem_att_put_objects(struct xpmem_att *att)
 }
 
 /*
- * Remove the notifiers and what only they use.  Waits, uninterruptibly,
- * for an invalidation of the owner that is calling them to end
- * (mmu_interval_notifier_remove()): something the owner can prolong.
- * The callback may still run until then; it uses nothing put above.
+ * Remove the notifiers and what only they use, then the segment.  Waits,
+ * uninterruptibly, for an invalidation of the owner that is calling them
+ * to end (mmu_interval_notifier_remove()): something the owner can
+ * prolong.  The callback may still run until then; it uses nothing
+ * xpmem_att_put_objects() put.
  */
 static void xpmem_att_unmirror(struct xpmem_att *att)
 {
@@ -92,7 +96,7 @@ static void xpmem_att_unmirror(struct xpmem_att *att)
 		if (att->mirrors[i].live)
 			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
 	xpmem_att_mapped_destroy(att);
-	xpmem_att_omm_put(att);
+	xpmem_seg_put(att->seg);
 }
 
 /* Undo xpmem_att_alloc() and whatever of the setup was done. */

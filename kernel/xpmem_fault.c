@@ -536,26 +536,30 @@ static const struct mmu_notifier_ops xpmem_omm_ops = {
  * @att: a new attachment, before its notifiers are inserted
  * @mm: the owner's mm (with a user reference)
  *
+ * The first ATTACH of a segment registers it (mmu_notifier_get(): the
+ * owner's mmap_lock for writing, and the core takes all the owner's locks
+ * when the mm gets its first plain notifier); the segment keeps it until
+ * it is freed, and every attachment, which holds the segment until its
+ * notifiers are removed, uses it without another reference.
+ *
  * Return: 0 or -errno.
  */
 int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm)
 {
-	struct mmu_notifier *mn = mmu_notifier_get(&xpmem_omm_ops, mm);
+	struct xpmem_seg *seg = att->seg;
+	struct mmu_notifier *mn = smp_load_acquire(&seg->omm);
 
-	if (IS_ERR(mn))
-		return PTR_ERR(mn);
+	if (!mn) {
+		mn = mmu_notifier_get(&xpmem_omm_ops, mm);
+		if (IS_ERR(mn))
+			return PTR_ERR(mn);
+		if (cmpxchg_release(&seg->omm, NULL, mn)) {
+			mmu_notifier_put(mn);	/* another ATTACH was first */
+			mn = smp_load_acquire(&seg->omm);
+		}
+	}
 	att->omm = container_of(mn, struct xpmem_omm, mn);
 	return 0;
-}
-
-/**
- * xpmem_att_omm_put - drop it; after the notifiers are removed
- * @att: the attachment
- */
-void xpmem_att_omm_put(struct xpmem_att *att)
-{
-	if (att->omm)
-		mmu_notifier_put(&att->omm->mn);
 }
 
 /*

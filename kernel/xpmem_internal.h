@@ -201,6 +201,12 @@ struct xpmem_seg {
 	u8 key[XPMEM_EXT_KEY_MAX];
 	u8 auth_len;			/* 0: no authorization key */
 	u8 auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
+	/*
+	 * The owner's record of invalidations in flight (xpmem_fault.c):
+	 * registered by the first ATTACH, shared by every attachment of the
+	 * segment, put when the segment is freed.
+	 */
+	struct mmu_notifier *omm;
 	unsigned int nr_ranges;		/* >= 1; adjacent buffers merged */
 	struct xpmem_seg_range ranges[];
 };
@@ -374,7 +380,6 @@ void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 void xpmem_fault_defer(struct work_struct *work);
 void xpmem_att_mapped_init(struct xpmem_att *att);
 int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
-void xpmem_att_omm_put(struct xpmem_att *att);
 void xpmem_att_mapped_destroy(struct xpmem_att *att);
 bool xpmem_att_maps_itself(struct xpmem_att *att, struct mm_struct *mm,
 			   unsigned long addr, unsigned long off,
