@@ -547,6 +547,7 @@ static const struct mmu_notifier_ops xpmem_omm_ops = {
 int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm)
 {
 	struct xpmem_seg *seg = att->seg;
+	/* pairs with the cmpxchg_release() that publishes it below */
 	struct mmu_notifier *mn = smp_load_acquire(&seg->omm);
 
 	if (!mn) {
