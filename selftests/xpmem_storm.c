@@ -21,7 +21,7 @@
 #include "xpmem_test.h"
 
 #define LEN		(4UL << 20)
-#define STORM_THREADS	16
+#define STORM_THREADS	64
 
 FIXTURE(storm)
 {
@@ -38,6 +38,7 @@ FIXTURE_VARIANT(storm)
 	int advice;		/* madvise(), or -1: mprotect round trips */
 	bool write;		/* the attacher writes */
 	bool churn;		/* the attacher attaches and detaches */
+	int threads;		/* 0: 16 */
 };
 
 FIXTURE_VARIANT_ADD(storm, dontneed_read) { .advice = MADV_DONTNEED };
@@ -67,6 +68,8 @@ static void *storm_thread(void *p)
 		size_t off = (a->idx * 16 * PAGE) % LEN;
 
 		if (a->advice >= 0) {
+			/* memory to discard: every invalidation has work */
+			memset(buf + off, 'x', 16 * PAGE);
 			madvise(buf + off, 16 * PAGE, a->advice);
 			madvise(buf, LEN, a->advice);
 		} else {
@@ -174,7 +177,7 @@ TEST_F_TIMEOUT(storm, sigkill_ends_faulting_attacher, 120)
 	chan_parent(&c);
 	ASSERT_EQ(0, recv_msg(c.to_parent[0], &b, 1));
 
-	for (i = 0; i < STORM_THREADS; i++) {
+	for (i = 0; i < (variant->threads ? variant->threads : 16); i++) {
 		storm_args[i] = (struct storm_arg){
 			.self = self, .advice = variant->advice, .idx = i,
 		};
