@@ -8,9 +8,13 @@
  * sleep: SIGKILL ends the attacher while the storm goes on.  Before the
  * fix the fault waited in mmu_interval_read_begin(), and the end of an
  * attachment in mmu_interval_notifier_remove(), until no invalidation of
- * the owner was in progress at all, which a storm may never allow.  The 10 s bound
- * below is a failure bound, not a speed target: the attacher dies within
- * microseconds when the fault is killable.
+ * the owner was in progress at all, which a storm may never allow.  The
+ * 60 s bound below is a failure bound, not a speed target: a killable
+ * attacher dies as soon as it gets a CPU, but under TCG with the storm's
+ * 16 threads on the guest's two CPUs (and the debug kernel) its exit took
+ * more than 10 s once.  On this rig the storm never kept the module
+ * before the fix from delivering SIGKILL either (the review saw it on
+ * its machine), so this test is a guard, not a proven regression test.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -155,7 +159,7 @@ static void attacher_loop(xpmem_segid_t segid, bool write, int wr)
 	}
 }
 
-TEST_F_TIMEOUT(storm, sigkill_ends_faulting_attacher, 120)
+TEST_F_TIMEOUT(storm, sigkill_ends_faulting_attacher, 180)
 {
 	struct pollfd pfd = { .events = POLLIN };
 	xpmem_segid_t segid;
@@ -185,11 +189,11 @@ TEST_F_TIMEOUT(storm, sigkill_ends_faulting_attacher, 120)
 					    &storm_args[i]));
 		self->nth++;
 	}
-	/* let the storm and the faults meet: a few thousand invalidations */
+	/* let the storm and the faults meet: some hundreds of invalidations */
 	{
 		long base = stat_read("invalidations");
 
-		while (stat_read("invalidations") - base < 2000)
+		while (stat_read("invalidations") - base < 500)
 			sched_yield();
 	}
 
@@ -197,8 +201,22 @@ TEST_F_TIMEOUT(storm, sigkill_ends_faulting_attacher, 120)
 	ASSERT_LE(0, pfd.fd);
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	/* with the storm still running */
-	ASSERT_EQ(1, poll(&pfd, 1, 10000)) {
-		TH_LOG("attacher still alive 10 s after SIGKILL");
+	ASSERT_EQ(1, poll(&pfd, 1, 60000)) {
+		char path[64], buf[2048];
+		ssize_t n;
+		int sfd;
+
+		/* where it sleeps, for the log */
+		snprintf(path, sizeof(path), "/proc/%d/stack", pid);
+		sfd = open(path, O_RDONLY);
+		n = sfd >= 0 ? read(sfd, buf, sizeof(buf) - 1) : -1;
+		if (n > 0) {
+			buf[n] = 0;
+			TH_LOG("attacher still alive 60 s after SIGKILL:\n%s",
+			       buf);
+		}
+		if (sfd >= 0)
+			close(sfd);
 		storm_stop(self);
 	}
 	close(pfd.fd);
