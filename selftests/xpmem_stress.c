@@ -629,8 +629,8 @@ static const char *const fz_names[FZ_NOPS] = {
  * on the debug kernel under TCG; mmap and touch (faults) come next.
  */
 static const unsigned short fz_weight[FZ_NOPS] = {
-	70, 60, 55, 110, 45, 100, 68, 60, 122, 40, 35, 25, 40, 60, 40, 0, 2, 20,
-	40, 8,
+	70, 60, 55, 110, 45, 100, 68, 60, 127, 40, 35, 25, 40, 60, 40, 0, 2, 20,
+	40, 3,
 };
 
 struct fz_segslot {
