@@ -162,6 +162,7 @@ FIXTURE(limits)
 	int fd;
 	long segs, permits, atts;
 	long saved[NR_LIMITS];
+	pid_t pid;			/* the test process */
 	pid_t kids[MAX_KIDS];
 	int nkids;
 };
@@ -180,6 +181,7 @@ FIXTURE_SETUP(limits)
 	int i;
 
 	self->nkids = 0;
+	self->pid = getpid();
 	for (i = 0; i < NR_LIMITS; i++)
 		self->saved[i] = -1;
 	XP_FIXTURE_OPEN();
@@ -190,22 +192,29 @@ FIXTURE_SETUP(limits)
 	}
 }
 
-FIXTURE_TEARDOWN(limits)
+/*
+ * Run by the test's parent process (the harness skips a child's teardown
+ * after a failed ASSERT), so the limits are always restored; the
+ * descriptor and the children are the test process's own.
+ */
+FIXTURE_TEARDOWN_PARENT(limits)
 {
 	int i, st;
 
-	for (i = 0; i < self->nkids; i++) {
-		if (waitpid(self->kids[i], &st, WNOHANG) != 0)
-			continue;
-		kill(self->kids[i], SIGKILL);
-		waitpid(self->kids[i], &st, 0);
+	if (getpid() == self->pid) {
+		for (i = 0; i < self->nkids; i++) {
+			if (waitpid(self->kids[i], &st, WNOHANG) != 0)
+				continue;
+			kill(self->kids[i], SIGKILL);
+			waitpid(self->kids[i], &st, 0);
+		}
+		if (self->fd >= 0)
+			close(self->fd);
 	}
 	for (i = 0; i < NR_LIMITS; i++)
 		if (self->saved[i] >= 0 &&
 		    param_read(limit_names[i]) != self->saved[i])
 			param_write(limit_names[i], self->saved[i]);
-	if (self->fd >= 0)
-		close(self->fd);
 }
 
 #define SET_LIMIT(i, v) do {						\
@@ -609,6 +618,7 @@ struct race {
 	xpmem_segid_t *made;		/* MAKE results */
 	xpmem_apid_t *got;		/* GET results */
 	int make_err, get_err, other_err;
+	long make_fail_at, get_fail_at;	/* first failing iteration */
 	long removed, released;
 	volatile int done;		/* makers and getters finished */
 };
@@ -628,8 +638,10 @@ static void *race_maker(void *arg)
 		} else {
 			ret = xp_make(r->fd, r->buf, PAGE, 0600, &r->made[i]);
 		}
-		if (ret && !r->make_err)
+		if (ret && !r->make_err) {
 			r->make_err = ret;
+			r->make_fail_at = i;
+		}
 	}
 	return NULL;
 }
@@ -642,8 +654,10 @@ static void *race_getter(void *arg)
 
 	for (i = 0; i < r->iters; i++) {
 		ret = xp_get(r->fd, r->keep, XPMEM_RDONLY, &r->got[i]);
-		if (ret && !r->get_err)
+		if (ret && !r->get_err) {
 			r->get_err = ret;
+			r->get_fail_at = i;
+		}
 	}
 	return NULL;
 }
@@ -788,6 +802,10 @@ TEST_F_TIMEOUT(limits, make_get_vs_remove_release_race, 600)
 	pthread_join(rm[1], NULL);
 	TH_LOG("%ld MAKEs, %ld GETs; %ld removed, %ld released by the racers",
 	       r.iters, r.iters, r.removed, r.released);
+	if (r.make_err || r.get_err)
+		TH_LOG("first failed MAKE %ld (%d), GET %ld (%d); max_segments %ld max_permits %ld",
+		       r.make_fail_at, r.make_err, r.get_fail_at, r.get_err,
+		       param_read("max_segments"), param_read("max_permits"));
 
 	EXPECT_EQ(0, r.make_err);
 	EXPECT_EQ(0, r.get_err);
