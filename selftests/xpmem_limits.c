@@ -36,6 +36,9 @@
 /* The limit the per-user tests lower a parameter to. */
 #define N		4
 
+/* The module's default limits; every test starts from them. */
+#define DEFAULT_LIMIT	65536
+
 enum { LIM_SEGMENTS, LIM_PERMITS, LIM_ATTACHMENTS, NR_LIMITS };
 static const char *const limit_names[NR_LIMITS] = {
 	"max_segments", "max_permits", "max_attachments",
@@ -190,6 +193,10 @@ FIXTURE_SETUP(limits)
 		if (self->saved[i] < 0)
 			SKIP(return, "no module parameter %s", limit_names[i]);
 	}
+	/* the default, whatever an earlier suite may have left */
+	for (i = 0; i < NR_LIMITS; i++)
+		if (self->saved[i] != DEFAULT_LIMIT)
+			ASSERT_EQ(0, param_write(limit_names[i], DEFAULT_LIMIT));
 }
 
 /*
