@@ -37,6 +37,12 @@ static struct xpmem_id_table xpmem_seg_ids;
 static struct rhashtable xpmem_seg_keys;
 static DEFINE_MUTEX(xpmem_key_lock);
 
+/* The key is compared as the bytes from ns to the end of bytes[]: no holes. */
+static_assert(offsetof(struct xpmem_seg_key, len) ==
+	      sizeof(struct ipc_namespace *));
+static_assert(offsetof(struct xpmem_seg_key, bytes) ==
+	      offsetof(struct xpmem_seg_key, len) + 1);
+
 static const struct rhashtable_params xpmem_key_params = {
 	.head_offset = offsetof(struct xpmem_seg, key_node),
 	.key_offset = offsetof(struct xpmem_seg, key),
