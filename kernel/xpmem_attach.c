@@ -20,6 +20,7 @@
 #include <linux/module.h>
 #include <linux/pseudo_fs.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "xpmem_internal.h"
@@ -66,22 +67,64 @@ static void xpmem_att_unlink(struct xpmem_att *att)
 	mutex_unlock(&seg->att_lock);
 }
 
-/* Undo xpmem_att_alloc() and whatever of the setup was done. */
-static void xpmem_att_free(struct xpmem_att *att)
+/*
+ * Drop what @att holds of its permit and ctx; count it gone.  The segment
+ * stays until the notifiers are removed (it holds the owner's record of
+ * invalidations they use).
+ */
+static void xpmem_att_put_objects(struct xpmem_att *att)
 {
-	unsigned int i;
-
 	xpmem_att_unlink(att);
-	for (i = 0; i < att->nr_mirrors; i++)
-		if (att->mirrors[i].live)
-			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
-	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
-	xpmem_seg_put(att->seg);
 	xpmem_permit_put(att->permit);
 	atomic_dec(&att->ctx->nr_atts);
 	xpmem_ctx_put(att->ctx);
-	kvfree(att);
 	atomic_long_dec(&xpmem_stats.attachments);
+}
+
+/*
+ * Remove the notifiers and what only they use, then the segment.  Waits,
+ * uninterruptibly, for an invalidation of the owner that is calling them
+ * to end (mmu_interval_notifier_remove()): something the owner can
+ * prolong.  The callback may still run until then; it uses nothing
+ * xpmem_att_put_objects() put.
+ */
+static void xpmem_att_unmirror(struct xpmem_att *att)
+{
+	unsigned int i;
+
+	for (i = 0; i < att->nr_mirrors; i++)
+		if (att->mirrors[i].live)
+			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
+	xpmem_att_mapped_destroy(att);
+	xpmem_seg_put(att->seg);
+}
+
+/* Undo xpmem_att_alloc() and whatever of the setup was done. */
+static void xpmem_att_free(struct xpmem_att *att)
+{
+	xpmem_att_put_objects(att);
+	xpmem_att_unmirror(att);
+	kvfree(att);
+	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
+}
+
+/* The last of the release and its work frees @att, and may let rmmod go. */
+static void xpmem_att_drop(struct xpmem_att *att)
+{
+	if (!refcount_dec_and_test(&att->free_ref))
+		return;
+	kvfree(att);
+	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
+}
+
+static void xpmem_att_unmirror_work(struct work_struct *work)
+{
+	struct xpmem_att *att = container_of(work, struct xpmem_att,
+					     free_work);
+
+	xpmem_att_unmirror(att);
+	complete(&att->unmirrored);
+	xpmem_att_drop(att);
 }
 
 static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
@@ -104,6 +147,10 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 	 * VM_IO keeps it so (madvise(MADV_DOFORK) refuses VM_IO), and keeps
 	 * get_user_pages() and hmm_range_fault() away.
 	 */
+	/* never over the source range it mirrors (xpmem_fault.c) */
+	if (xpmem_att_maps_itself(att, vma->vm_mm, vma->vm_start, att->offset,
+				  att->size))
+		return -EADDRNOTAVAIL;
 	vm_flags_set(vma, VM_MIXEDMAP | VM_IO | VM_DONTEXPAND | VM_DONTCOPY |
 			  VM_DONTDUMP);
 	/* THP "madvise" mode: attachments want huge PMDs (xpmem_fault.c) */
@@ -115,9 +162,25 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 	return 0;
 }
 
+/*
+ * The last VMA is gone (munmap, DETACH, exit).  The objects are dropped at
+ * once; the notifiers are removed by a worker, waited for killably, so an
+ * owner that keeps invalidating cannot hold an attacher's munmap or exit
+ * in an uninterruptible sleep (the worker finishes later).
+ */
 static int xpmem_att_release(struct inode *inode, struct file *file)
 {
-	xpmem_att_free(file->private_data);
+	struct xpmem_att *att = file->private_data;
+
+	xpmem_att_put_objects(att);
+	refcount_set(&att->free_ref, 2);
+	init_completion(&att->unmirrored);
+	INIT_WORK(&att->free_work, xpmem_att_unmirror_work);
+	xpmem_fault_defer(&att->free_work);
+	/* killed: the worker finishes alone and frees @att */
+	if (wait_for_completion_killable(&att->unmirrored))
+		pr_debug("xpmem: attachment end left to its worker\n");
+	xpmem_att_drop(att);
 	return 0;
 }
 
@@ -184,6 +247,46 @@ static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
 	return ret;
 }
 
+/*
+ * Map @file at @addr (FIXED), or where the kernel chooses.  In the owner's
+ * own process the kernel's choice may fall on the source range the
+ * attachment mirrors, which xpmem_att_mmap() refuses: then try just above
+ * and just below the source ranges before giving up.
+ *
+ * Return: the address, or an error value.
+ */
+static unsigned long xpmem_att_place(struct xpmem_att *att, struct file *file,
+				     unsigned long addr, unsigned long size,
+				     unsigned long offset)
+{
+	unsigned long prot = PROT_READ | (att->writable ? PROT_WRITE : 0);
+	unsigned long lo = ULONG_MAX, hi = 0, mapped = -EINVAL;
+	unsigned long hints[3];
+	unsigned int i;
+
+	if (addr)
+		return vm_mmap(file, addr, size, prot, MAP_SHARED | MAP_FIXED,
+			       offset);
+	/* vectored ranges may lie in any order: take the extremes */
+	for (i = 0; i < att->nr_mirrors; i++) {
+		lo = min(lo, att->mirrors[i].r.oaddr);
+		hi = max(hi, att->mirrors[i].r.oaddr + att->mirrors[i].r.len);
+	}
+	hints[0] = 0;
+	hints[1] = hi;
+	/* room for the 2 MiB alignment xpmem_att_get_unmapped_area() adds */
+	hints[2] = lo > size + PMD_SIZE ? lo - size - PMD_SIZE : 0;
+	for (i = 0; i < ARRAY_SIZE(hints); i++) {
+		if (i && (att->seg->mm != current->mm || !hints[i]))
+			continue;
+		mapped = vm_mmap(file, hints[i], size, prot, MAP_SHARED,
+				 offset);
+		if (mapped != (unsigned long)-EADDRNOTAVAIL)
+			return mapped;
+	}
+	return mapped == (unsigned long)-EADDRNOTAVAIL ? -ENOMEM : mapped;
+}
+
 /* Link @att into its permit and segment, unless they ended meanwhile. */
 static int xpmem_att_link(struct xpmem_att *att)
 {
@@ -222,6 +325,7 @@ static int xpmem_att_mirror(struct xpmem_att *att)
 
 	if (!mmget_not_zero(seg->mm))
 		return -ENOENT;
+	ret = xpmem_att_omm_get(att, seg->mm);
 	for (i = 0; i < att->nr_mirrors && !ret; i++) {
 		struct xpmem_mirror *m = &att->mirrors[i];
 
@@ -289,6 +393,7 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	/* From here on xpmem_att_free() undoes everything. */
 	mutex_init(&att->lock);
 	mutex_init(&att->pt_lock);
+	xpmem_att_mapped_init(att);
 	INIT_LIST_HEAD(&att->faults);
 	INIT_LIST_HEAD(&att->permit_node);
 	INIT_LIST_HEAD(&att->seg_node);
@@ -593,9 +698,7 @@ int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 	att->inode = inode;
 	file->private_data = att;	/* from here the file owns att */
 
-	mapped = vm_mmap(file, addr, size,
-			 PROT_READ | (att->writable ? PROT_WRITE : 0),
-			 MAP_SHARED | (addr ? MAP_FIXED : 0), offset);
+	mapped = xpmem_att_place(att, file, addr, size, offset);
 	if (!IS_ERR_VALUE(mapped) &&
 	    (flags & (XPMEM_EXT_ATTACH_POPULATE |
 		      XPMEM_EXT_ATTACH_POPULATE_WRITE)))
@@ -648,22 +751,25 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
 /*
  * munmap every VMA of the current mm that maps an attachment matching
  * @att (if non-NULL) or belonging to @permit.  The lock is dropped around
- * each vm_munmap(); the caller keeps @att alive (a file reference).
+ * each vm_munmap(); the walk goes on after the VMA just unmapped, so it
+ * is linear in the number of VMAs, and a fatal signal ends it (the rest
+ * then goes at exit).  The caller keeps @att alive (a file reference).
  */
 static void xpmem_unmap_matching(struct xpmem_att *att,
 				 struct xpmem_permit *permit)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
-	unsigned long start, len;
+	unsigned long next = 0, start, len;
 
 	if (!mm)
 		return;
-	for (;;) {
-		VMA_ITERATOR(vmi, mm, 0);
+	while (!fatal_signal_pending(current)) {
+		VMA_ITERATOR(vmi, mm, next);
 
 		len = 0;
-		mmap_read_lock(mm);
+		if (mmap_read_lock_killable(mm))
+			return;
 		for_each_vma(vmi, vma) {
 			struct xpmem_att *cur;
 
@@ -679,6 +785,8 @@ static void xpmem_unmap_matching(struct xpmem_att *att,
 		mmap_read_unlock(mm);
 		if (!len || vm_munmap(start, len))
 			return;
+		next = start + len;
+		cond_resched();
 	}
 }
 
@@ -747,6 +855,7 @@ void xpmem_permit_end(struct xpmem_permit *permit, bool unmap)
 	struct xpmem_att *att;
 
 	xpmem_permit_withdraw(permit);
+	xpmem_revoke_sync();		/* copies through it have stopped */
 	if (unmap && current->mm == permit->mm)
 		xpmem_unmap_matching(NULL, permit);
 
@@ -768,6 +877,7 @@ void xpmem_seg_end(struct xpmem_seg *seg)
 	struct xpmem_att *att;
 
 	xpmem_seg_withdraw(seg);
+	xpmem_revoke_sync();		/* copies from or to it have stopped */
 
 	mutex_lock(&seg->att_lock);
 	list_for_each_entry(att, &seg->atts, seg_node)

@@ -20,14 +20,24 @@
  * may run several at once.  A copy that is retried restarts from its
  * first byte; copying a byte twice is harmless.
  *
+ * Revocation: the bytes of a batch move inside a revocation read section
+ * (xpmem_fault.c) that first checks the permit and the segment, with page
+ * faults disabled; where the caller's buffer needs a fault, the section
+ * ends, the buffer is faulted in, and a new section checks again.  REMOVE
+ * and RELEASE wait for the sections in progress (bounded: a memcpy of at
+ * most one batch), so once they return no byte moves; a copy that was
+ * running stops with a short count, or -ENOENT if it had moved nothing.
+ *
  * Locks: the owner's mmap_lock (read), held only around the pinning of one
- * batch; nothing else is held while copying, so the caller's buffers may
- * fault (and take the caller's mmap_lock) freely.
+ * batch; the revocation section (read) around a batch's memcpy; nothing
+ * is held while the caller's buffers fault (and take the caller's
+ * mmap_lock).
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/pagemap.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 
@@ -80,24 +90,87 @@ static long xpmem_copy_pin(struct mm_struct *mm, unsigned long oaddr,
 	return n ? n : -EFAULT;
 }
 
+/* Whether a copy through @permit must stop.  In a revocation section. */
+static bool xpmem_copy_revoked(const struct xpmem_permit *permit)
+{
+	return READ_ONCE(permit->released) || READ_ONCE(permit->seg->removed);
+}
+
 /*
- * Move @len bytes between @iter and the owner's memory at @oaddr.
- * Return: bytes moved if any, else -errno.
+ * Move up to @len bytes between @iter and the pinned @pages, from byte
+ * @start of the first, inside one revocation read section and without
+ * faulting: REMOVE and RELEASE wait for this, so it must be a bounded
+ * memcpy whatever the caller's buffer is (userfaultfd, an attachment).
+ *
+ * Return: bytes moved (short where the caller's buffer would fault);
+ * *@revoked set, and nothing moved, if the permit or segment is gone.
  */
-static ssize_t xpmem_copy_iter(struct mm_struct *mm, unsigned long oaddr,
-			       struct iov_iter *iter, size_t len, bool to_seg,
-			       bool wait)
+static size_t xpmem_copy_batch(const struct xpmem_permit *permit,
+			       struct page **pages, size_t start, size_t len,
+			       struct iov_iter *iter, bool to_seg,
+			       bool *revoked)
+{
+	size_t done = 0;
+
+	xpmem_revoke_read_lock();
+	*revoked = xpmem_copy_revoked(permit);
+	if (*revoked)
+		goto unlock;
+	pagefault_disable();
+	while (done < len) {
+		struct page *page = pages[(start + done) >> PAGE_SHIFT];
+		size_t off = offset_in_page(start + done);
+		size_t bytes = min_t(size_t, PAGE_SIZE - off, len - done);
+		size_t moved;
+
+		if (to_seg)
+			moved = copy_page_from_iter(page, off, bytes, iter);
+		else
+			moved = copy_page_to_iter(page, off, bytes, iter);
+		done += moved;
+		if (moved < bytes)
+			break;
+	}
+	pagefault_enable();
+unlock:
+	xpmem_revoke_read_unlock();
+	return done;
+}
+
+/*
+ * Fault in the next @len bytes of the caller's buffer, outside any
+ * revocation section.  Return: 0, or -EFAULT if not even one byte can be.
+ */
+static int xpmem_copy_fault_in(struct iov_iter *iter, size_t len, bool to_seg)
+{
+	size_t left = to_seg ? fault_in_iov_iter_readable(iter, len) :
+			       fault_in_iov_iter_writeable(iter, len);
+
+	return left == len ? -EFAULT : 0;
+}
+
+/*
+ * Move @len bytes between @iter and the owner's memory at @oaddr, through
+ * @permit: every batch checks that it still may (xpmem_copy_batch()).
+ * Return: bytes moved if any, else -errno (-ENOENT once revoked).
+ */
+static ssize_t xpmem_copy_iter(const struct xpmem_permit *permit,
+			       unsigned long oaddr, struct iov_iter *iter,
+			       size_t len, bool to_seg, bool wait)
 {
 	unsigned int gup = to_seg ? FOLL_WRITE : 0;
 	struct page *pages[XPMEM_COPY_BATCH];
+	struct mm_struct *mm = permit->seg->mm;
+	bool revoked = false;
 	size_t done = 0;
-	long n, i;
 	int err = 0;
+	long n;
 
-	while (len) {
+	while (len && !err) {
 		size_t off = offset_in_page(oaddr);
 		unsigned long nr = min_t(unsigned long, XPMEM_COPY_BATCH,
 					 DIV_ROUND_UP(off + len, PAGE_SIZE));
+		size_t blen, pos = 0, moved;
 
 		if (fatal_signal_pending(current)) {
 			err = -EINTR;
@@ -108,28 +181,28 @@ static ssize_t xpmem_copy_iter(struct mm_struct *mm, unsigned long oaddr,
 			err = n;
 			break;
 		}
-		for (i = 0; i < n && len; i++) {
-			size_t bytes = min_t(size_t, PAGE_SIZE - off, len);
-			size_t moved;
-
-			if (to_seg)
-				moved = copy_page_from_iter(pages[i], off, bytes,
-							    iter);
-			else
-				moved = copy_page_to_iter(pages[i], off, bytes,
-							  iter);
-			done += moved;
-			oaddr += moved;
-			len -= moved;
-			if (moved < bytes) {
-				err = -EFAULT;	/* the caller's buffer */
+		blen = min_t(size_t, len, n * PAGE_SIZE - off);
+		while (pos < blen) {
+			moved = xpmem_copy_batch(permit, pages, off + pos,
+						 blen - pos, iter, to_seg,
+						 &revoked);
+			pos += moved;
+			if (revoked) {
+				err = -ENOENT;
 				break;
 			}
-			off = 0;
+			if (pos < blen && !moved &&
+			    (fatal_signal_pending(current) ||
+			     xpmem_copy_fault_in(iter, blen - pos, to_seg))) {
+				err = fatal_signal_pending(current) ? -EINTR :
+								      -EFAULT;
+				break;
+			}
 		}
 		unpin_user_pages_dirty_lock(pages, n, to_seg);
-		if (err)
-			break;
+		done += pos;
+		oaddr += pos;
+		len -= pos;
 		cond_resched();
 	}
 	/*
@@ -146,14 +219,15 @@ static ssize_t xpmem_copy_iter(struct mm_struct *mm, unsigned long oaddr,
 }
 
 /*
- * Move @count bytes between @iter and @seg from segment offset @off, one
- * owner range after the other.  Return: as xpmem_copy_iter(); -EAGAIN
- * (only without @wait) whatever was moved.
+ * Move @count bytes between @iter and the segment of @permit from segment
+ * offset @off, one owner range after the other.  Return: as
+ * xpmem_copy_iter(); -EAGAIN (only without @wait) whatever was moved.
  */
-static ssize_t xpmem_copy_seg(struct xpmem_seg *seg, unsigned long off,
-			      struct iov_iter *iter, size_t count, bool to_seg,
-			      bool wait)
+static ssize_t xpmem_copy_seg(const struct xpmem_permit *permit,
+			      unsigned long off, struct iov_iter *iter,
+			      size_t count, bool to_seg, bool wait)
 {
+	const struct xpmem_seg *seg = permit->seg;
 	unsigned int i = xpmem_seg_range_index(seg, off);
 	size_t done = 0;
 	ssize_t n;
@@ -162,7 +236,7 @@ static ssize_t xpmem_copy_seg(struct xpmem_seg *seg, unsigned long off,
 		const struct xpmem_seg_range *r = &seg->ranges[i++];
 		size_t len = min_t(size_t, count - done, r->off + r->len - off);
 
-		n = xpmem_copy_iter(seg->mm, xpmem_range_oaddr(r, off), iter,
+		n = xpmem_copy_iter(permit, xpmem_range_oaddr(r, off), iter,
 				    len, to_seg, wait);
 		if (n == -EAGAIN || (n < 0 && !done))
 			return n;
@@ -312,7 +386,7 @@ ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 	if (!count)
 		ret = 0;
 	else
-		ret = xpmem_copy_seg(seg, cmd->offset, &iter, count, to_seg,
+		ret = xpmem_copy_seg(permit, cmd->offset, &iter, count, to_seg,
 				     !nowait);
 	mmput(seg->mm);
 put_permit:

@@ -24,6 +24,7 @@
 #include <linux/rhashtable.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "xpmem_internal.h"
@@ -198,7 +199,7 @@ struct xpmem_ctx *xpmem_ctx_alloc(void)
 	INIT_LIST_HEAD(&ctx->permits);
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
-	ctx->tgid = task_tgid_nr(current);
+	ctx->tgid = get_pid(task_tgid(current));
 	return ctx;
 }
 
@@ -216,6 +217,7 @@ static void xpmem_ctx_free(struct kref *ref)
 	list_del(&ctx->user_node);
 	mutex_unlock(&user->lock);
 	xpmem_user_put(user);
+	put_pid(ctx->tgid);
 	mmdrop(ctx->mm);
 	kfree(ctx);
 }

@@ -127,6 +127,9 @@ MODULE_PARM_DESC(huge_mappings,
 
 static struct workqueue_struct *xpmem_zap_wq;
 
+/* Attachment ends that may wait for the owner (xpmem_attach.c). */
+static struct workqueue_struct *xpmem_free_wq;
+
 /*
  * Mapped instead of the shared zero page, which vmf_insert_mixed()
  * refuses in writable mappings: reads of memory the owner never wrote see
@@ -145,9 +148,24 @@ static struct page *xpmem_zero_page;
  * every zap runs in this worker, and the callback ignores invalidations the
  * worker causes: they only ever hit attachment VMAs, and a fault never
  * mirrors an attachment VMA (xpmem_vma_mirrorable()), so there is nothing
- * to invalidate.  The worker holds nothing its waiters hold (only the
- * attachment's i_mmap_rwsem and attacher page table locks), so the wait
- * cannot deadlock; WQ_MEM_RECLAIM: the callback runs in reclaim.
+ * to invalidate.  WQ_MEM_RECLAIM: the callback runs in reclaim.
+ *
+ * What the worker needs, and why waiting for it from a notifier callback
+ * is safe: unmap_mapping_range() takes the i_mmap_rwsem of the attachment
+ * being zapped (for reading) and the attacher's page table locks, nothing
+ * else.  The core calls notifiers holding an mmap_lock, folio locks, the
+ * i_mmap_rwsem of the files whose folios it unmaps, and - when it splits
+ * or moves the VMA of an attachment X - X's i_mmap_rwsem, over X's own
+ * addresses.  A callback waits only when its attachment may have a PTE
+ * in the invalidated range (xpmem_att_mapped_test_clear()), and no
+ * attachment ever has a PTE for an address where an attachment VMA lies
+ * (the fault refuses those VMAs, and an invalidation clears the range
+ * before any attachment VMA can be placed there).  So the callback never
+ * waits for an i_mmap_rwsem the core holds: not X's own (an attachment
+ * never mirrors its own VMA, xpmem_att_maps_itself() is checked at every
+ * placement), and not Y's when two processes split attachments of each
+ * other at once (neither has a PTE for the other's attachment VMA).
+ * xpmem_att_zap() asserts the first under lockdep.
  */
 struct xpmem_zap_req {
 	struct work_struct work;
@@ -186,7 +204,8 @@ static bool xpmem_in_zap_worker(void)
  * @offset: segment offset, page aligned
  * @len: bytes; 0 means to the end
  *
- * The next access faults.  Waits for the zap worker.
+ * The next access faults.  Waits for the zap worker, which needs the
+ * attachment's i_mmap_rwsem: the caller must not hold it (lockdep checks).
  *
  * Context: may sleep; no att->lock held.
  */
@@ -197,11 +216,426 @@ void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		.att = att, .offset = offset, .len = len,
 	};
 
+	lockdep_assert_not_held(&att->inode->i_mapping->i_mmap_rwsem);
 	init_completion(&req.done);
 	INIT_WORK_ONSTACK(&req.work, xpmem_zap_work);
 	queue_work(xpmem_zap_wq, &req.work);
 	wait_for_completion(&req.done);
 	destroy_work_on_stack(&req.work);
+}
+
+/* ---- what an attachment may have mapped --------------------------------- */
+
+struct xpmem_mapped_block {
+	DECLARE_BITMAP(bits, XPMEM_MAPPED_BLOCK);
+};
+
+/**
+ * xpmem_att_mapped_init - an attachment with nothing mapped yet
+ * @att: the new attachment
+ */
+void xpmem_att_mapped_init(struct xpmem_att *att)
+{
+	xa_init(&att->mapped);
+}
+
+/**
+ * xpmem_att_mapped_destroy - free the bitmaps of an attachment
+ * @att: an attachment whose notifiers are removed
+ */
+void xpmem_att_mapped_destroy(struct xpmem_att *att)
+{
+	struct xpmem_mapped_block *b;
+	unsigned long idx;
+
+	xa_for_each(&att->mapped, idx, b)
+		kfree(b);
+	xa_destroy(&att->mapped);
+}
+
+/*
+ * Make sure the bitmaps of segment offsets [@off, @off + @len) exist, so
+ * that marking them under att->lock allocates nothing.  Bitmaps stay until
+ * the attachment goes: 64 bytes per 2 MiB it ever mapped.
+ */
+static int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
+				    unsigned long len)
+{
+	unsigned long first = (off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK;
+	unsigned long last = ((off + len - 1) >> PAGE_SHIFT) /
+			     XPMEM_MAPPED_BLOCK;
+	struct xpmem_mapped_block *b;
+	unsigned long i;
+	int err;
+
+	for (i = first; i <= last; i++) {
+		if (xa_load(&att->mapped, i))
+			continue;
+		b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+		if (!b)
+			return -ENOMEM;
+		err = xa_insert(&att->mapped, i, b, GFP_KERNEL_ACCOUNT);
+		if (err)
+			kfree(b);
+		if (err && err != -EBUSY)	/* -EBUSY: another fault's */
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Call @fn on each block's part of segment offsets [@off, @off + @len):
+ * the block, the first bit and the number of bits.  Return: whether any
+ * call returned true.
+ */
+static bool xpmem_att_mapped_walk(struct xpmem_att *att, unsigned long off,
+				  unsigned long len,
+				  bool (*fn)(struct xpmem_mapped_block *b,
+					     unsigned int bit,
+					     unsigned int nr))
+{
+	unsigned long pg = off >> PAGE_SHIFT;
+	unsigned long end = (off + len - 1) >> PAGE_SHIFT;	/* last */
+	unsigned long first = pg / XPMEM_MAPPED_BLOCK;
+	unsigned long last = end / XPMEM_MAPPED_BLOCK;
+	struct xpmem_mapped_block *b;
+	unsigned long idx;
+	bool any = false;
+
+	lockdep_assert_held(&att->lock);
+	xa_for_each_range(&att->mapped, idx, b, first, last) {
+		unsigned long lo = max(pg, idx * XPMEM_MAPPED_BLOCK);
+		unsigned long hi = min(end, idx * XPMEM_MAPPED_BLOCK +
+					    XPMEM_MAPPED_BLOCK - 1);
+
+		any |= fn(b, lo % XPMEM_MAPPED_BLOCK, hi - lo + 1);
+	}
+	return any;
+}
+
+static bool xpmem_mapped_set_fn(struct xpmem_mapped_block *b,
+				unsigned int bit, unsigned int nr)
+{
+	bitmap_set(b->bits, bit, nr);
+	return true;
+}
+
+static bool xpmem_mapped_clear_fn(struct xpmem_mapped_block *b,
+				  unsigned int bit, unsigned int nr)
+{
+	bool any = find_next_bit(b->bits, bit + nr, bit) < bit + nr;
+
+	if (any)
+		bitmap_clear(b->bits, bit, nr);
+	return any;
+}
+
+/*
+ * Segment offsets [@off, @off + @len) are about to get PTEs or a PMD.
+ * Under att->lock, with xpmem_att_mapped_prepare() done: a missing
+ * bitmap is a bug (WARN), and the insertion is then refused.
+ */
+static bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
+				 unsigned long len)
+{
+	unsigned long blocks = (((off + len - 1) >> PAGE_SHIFT) /
+				XPMEM_MAPPED_BLOCK) -
+			       ((off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK) + 1;
+	unsigned long idx, n = 0;
+	struct xpmem_mapped_block *b;
+
+	xa_for_each_range(&att->mapped, idx, b,
+			  (off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK,
+			  ((off + len - 1) >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK)
+		n++;
+	if (WARN_ON_ONCE(n != blocks))
+		return false;
+	xpmem_att_mapped_walk(att, off, len, xpmem_mapped_set_fn);
+	return true;
+}
+
+/*
+ * Whether segment offsets [@off, @off + @len) may have a PTE or PMD; they
+ * are forgotten (the caller zaps them).  Under att->lock.
+ */
+static bool xpmem_att_mapped_test_clear(struct xpmem_att *att,
+					unsigned long off, unsigned long len)
+{
+	return xpmem_att_mapped_walk(att, off, len, xpmem_mapped_clear_fn);
+}
+
+/* ---- placement ---------------------------------------------------------- */
+
+/**
+ * xpmem_att_maps_itself - would @att at @addr mirror its own mapping?
+ * @att: the attachment
+ * @mm: the mm the mapping is placed in
+ * @addr: its address
+ * @off: the segment offset it maps at @addr
+ * @len: its length
+ *
+ * True when @mm is the segment owner's and [@addr, @addr + @len) overlaps
+ * an owner range that segment offsets [@off, @off + @len) mirror.  Such a
+ * mapping must never exist: its own split or move would invalidate it
+ * while the core holds its i_mmap_rwsem (see "zapping" above).  Checked
+ * wherever a mapping is placed: mmap, mremap and split.
+ */
+bool xpmem_att_maps_itself(struct xpmem_att *att, struct mm_struct *mm,
+			   unsigned long addr, unsigned long off,
+			   unsigned long len)
+{
+	const struct xpmem_seg *seg = att->seg;
+	unsigned long end = off + len;
+	unsigned int i;
+
+	if (mm != seg->mm)
+		return false;
+	for (i = xpmem_seg_range_index(seg, off);
+	     i < seg->nr_ranges && seg->ranges[i].off < end; i++) {
+		const struct xpmem_seg_range *r = &seg->ranges[i];
+		unsigned long lo = max(off, r->off);
+		unsigned long hi = min(end, r->off + r->len);
+		unsigned long src = xpmem_range_oaddr(r, lo);
+
+		if (addr < src + (hi - lo) && src < addr + len)
+			return true;
+	}
+	return false;
+}
+
+/* ---- revocation of copies ----------------------------------------------- */
+
+/*
+ * Copies (xpmem_copy.c) move bytes between pinned owner pages and the
+ * caller's buffers one batch at a time, each batch inside a read section
+ * that checks the segment and permit first and never faults.  REMOVE and
+ * RELEASE mark their object, then xpmem_revoke_sync() waits for the
+ * batches in progress: once it returns, no copy moves another byte.  A
+ * read section is a bounded memcpy, so the wait is bounded and nothing an
+ * attacher does can prolong it.
+ */
+static DECLARE_RWSEM(xpmem_revoke_rwsem);
+
+/** xpmem_revoke_read_lock - begin a batch that reads revocable state */
+void xpmem_revoke_read_lock(void)
+{
+	down_read(&xpmem_revoke_rwsem);
+}
+
+/** xpmem_revoke_read_unlock - end it */
+void xpmem_revoke_read_unlock(void)
+{
+	up_read(&xpmem_revoke_rwsem);
+}
+
+/**
+ * xpmem_revoke_sync - wait for the copy batches in progress
+ *
+ * Called after a segment or permit is marked removed or released.
+ */
+void xpmem_revoke_sync(void)
+{
+	down_write(&xpmem_revoke_rwsem);
+	up_write(&xpmem_revoke_rwsem);
+}
+
+/* ---- owner invalidations in flight --------------------------------------- */
+
+/*
+ * mmu_interval_read_begin() sleeps, uninterruptibly, until no invalidation
+ * of the owner's mm is in progress at all, if one touched the mirror since
+ * its last call; an owner whose threads invalidate in a loop (16 threads
+ * of MADV_DONTNEED) keeps that from ever happening, and the faulting
+ * attacher stayed in D state through SIGKILL.  So a fault keeps its own
+ * record instead: every invalidation that reaches a mirror of the owner is
+ * listed by the callback, before it marks the faults in progress, until
+ * the owner's invalidate_range_end, which a plain mmu_notifier of the
+ * owner's mm (one per owner, shared through mmu_notifier_get()) reports.
+ * A fault lists its window first, then waits - killably - only for the
+ * listed invalidations that overlap it: one that was listed later marks
+ * the window and the fault starts over.  If the callback cannot record an
+ * invalidation (no memory, GFP_NOWAIT), faults of that owner go back to
+ * mmu_interval_read_begin(), which is always correct.
+ */
+struct xpmem_omm {
+	struct mmu_notifier mn;
+	spinlock_t lock;		/* inflight, nr */
+	struct list_head inflight;	/* struct xpmem_inflight */
+	unsigned int nr;
+	bool lost;			/* a record failed: use the core's */
+	wait_queue_head_t wq;		/* faults waiting for an end */
+};
+
+struct xpmem_inflight {
+	struct list_head node;
+	const struct mmu_notifier_range *range;	/* identifies it at its end */
+	unsigned long start;
+	unsigned long end;
+};
+
+static struct mmu_notifier *xpmem_omm_alloc(struct mm_struct *mm)
+{
+	struct xpmem_omm *omm = kzalloc(sizeof(*omm), GFP_KERNEL_ACCOUNT);
+
+	if (!omm)
+		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&omm->lock);
+	INIT_LIST_HEAD(&omm->inflight);
+	init_waitqueue_head(&omm->wq);
+	return &omm->mn;
+}
+
+static void xpmem_omm_free(struct mmu_notifier *mn)
+{
+	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
+	struct xpmem_inflight *f, *tmp;
+
+	list_for_each_entry_safe(f, tmp, &omm->inflight, node)
+		kfree(f);
+	kfree(omm);
+}
+
+/*
+ * The end of any invalidation of the owner's mm.  Called with whatever
+ * the invalidating task holds; takes omm->lock only (a leaf) and waits
+ * for nothing.
+ */
+static void xpmem_omm_range_end(struct mmu_notifier *mn,
+				const struct mmu_notifier_range *range)
+{
+	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
+	struct xpmem_inflight *f, *found = NULL;
+
+	/* listed, if at all, by this same task before: no race */
+	if (!READ_ONCE(omm->nr))
+		return;
+	spin_lock(&omm->lock);
+	list_for_each_entry(f, &omm->inflight, node) {
+		if (f->range == range) {
+			list_del(&f->node);
+			omm->nr--;
+			found = f;
+			break;
+		}
+	}
+	spin_unlock(&omm->lock);
+	if (!found)
+		return;
+	kfree(found);
+	wake_up_all(&omm->wq);
+}
+
+static const struct mmu_notifier_ops xpmem_omm_ops = {
+	.invalidate_range_end = xpmem_omm_range_end,
+	.alloc_notifier = xpmem_omm_alloc,
+	.free_notifier = xpmem_omm_free,
+};
+
+/**
+ * xpmem_att_omm_get - the owner's record of invalidations, for @att
+ * @att: a new attachment, before its notifiers are inserted
+ * @mm: the owner's mm (with a user reference)
+ *
+ * The first ATTACH of a segment registers it (mmu_notifier_get(): the
+ * owner's mmap_lock for writing, and the core takes all the owner's locks
+ * when the mm gets its first plain notifier); the segment keeps it until
+ * it is freed, and every attachment, which holds the segment until its
+ * notifiers are removed, uses it without another reference.
+ *
+ * Return: 0 or -errno.
+ */
+int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm)
+{
+	struct xpmem_seg *seg = att->seg;
+	/* pairs with the cmpxchg_release() that publishes it below */
+	struct mmu_notifier *mn = smp_load_acquire(&seg->omm);
+
+	if (!mn) {
+		mn = mmu_notifier_get(&xpmem_omm_ops, mm);
+		if (IS_ERR(mn))
+			return PTR_ERR(mn);
+		if (cmpxchg_release(&seg->omm, NULL, mn)) {
+			mmu_notifier_put(mn);	/* another ATTACH was first */
+			mn = smp_load_acquire(&seg->omm);
+		}
+	}
+	att->omm = container_of(mn, struct xpmem_omm, mn);
+	return 0;
+}
+
+/*
+ * An invalidation [@range->start, @range->end) reaches a mirror: list it
+ * until its end, once (several mirrors see the same range).  Before the
+ * callback marks the faults in progress.
+ */
+static void xpmem_omm_note(struct xpmem_omm *omm,
+			   const struct mmu_notifier_range *range)
+{
+	struct xpmem_inflight *f, *new;
+
+	/* exit_mmap() releases without an invalidate_range_end */
+	if (range->event == MMU_NOTIFY_RELEASE)
+		return;
+	new = kmalloc(sizeof(*new), GFP_NOWAIT | __GFP_NOWARN);
+	spin_lock(&omm->lock);
+	list_for_each_entry(f, &omm->inflight, node) {
+		if (f->range == range) {
+			spin_unlock(&omm->lock);
+			kfree(new);
+			return;
+		}
+	}
+	if (new) {
+		new->range = range;
+		new->start = range->start;
+		new->end = range->end;
+		list_add(&new->node, &omm->inflight);
+		omm->nr++;
+	} else {
+		WRITE_ONCE(omm->lost, true);
+	}
+	spin_unlock(&omm->lock);
+}
+
+static bool xpmem_omm_busy(struct xpmem_omm *omm, unsigned long start,
+			   unsigned long end)
+{
+	struct xpmem_inflight *f;
+	bool busy = false;
+
+	spin_lock(&omm->lock);
+	list_for_each_entry(f, &omm->inflight, node) {
+		if (f->start < end && start < f->end) {
+			busy = true;
+			break;
+		}
+	}
+	spin_unlock(&omm->lock);
+	return busy;
+}
+
+/*
+ * The sequence a fault over owner [@start, @end) of mirror @m starts
+ * from, once no invalidation that may have missed its listed window is
+ * in progress.  Killable: an owner that invalidates the range without
+ * pause delays the fault, but a fatal signal ends the wait.
+ *
+ * Return: 0 with *@seq set, or -EINTR.
+ */
+static int xpmem_fault_read_begin(struct xpmem_mirror *m, unsigned long start,
+				  unsigned long end, unsigned long *seq)
+{
+	struct xpmem_omm *omm = m->att->omm;
+
+	if (READ_ONCE(omm->lost)) {
+		*seq = mmu_interval_read_begin(&m->notifier);
+		return 0;
+	}
+	if (wait_event_killable(omm->wq, !xpmem_omm_busy(omm, start, end)))
+		return -EINTR;
+	/* hmm_range_fault() compares it: -EBUSY on our callback since */
+	*seq = READ_ONCE(m->notifier.invalidate_seq);
+	return 0;
 }
 
 /* ---- invalidation ------------------------------------------------------- */
@@ -225,6 +659,16 @@ static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
 			att->wok[i].oaddr = 0;
 }
 
+/*
+ * The invalidate callback.  Called by the core with the owner's mmap_lock,
+ * folio locks or a file's i_mmap_rwsem possibly held, and from reclaim.
+ * May wait for: att->lock (held only briefly, never across an allocation
+ * or a wait), and the zap worker, which needs the attachment's own
+ * i_mmap_rwsem and page table locks only - and only when the attachment
+ * may have a PTE in the range, which excludes every range the core holds
+ * an attachment's i_mmap_rwsem for (see "zapping" above).  It never waits
+ * for a fault, a copy, or anything an attacher holds.
+ */
 static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,
 				 unsigned long cur_seq)
@@ -235,16 +679,18 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	unsigned long start = max(range->start, m->r.oaddr);
 	unsigned long end = min(range->end, m->r.oaddr + m->r.len);
 	bool blockable = mmu_notifier_range_blockable(range);
-	bool mapped;
+	bool mapped, zap;
 
 	/* Caused by our own zap of attachment VMAs: nothing mirrors those. */
 	if (xpmem_in_zap_worker())
 		return true;
 
-	if (blockable)
+	if (blockable) {
+		xpmem_omm_note(att->omm, range);
 		mutex_lock(&att->lock);
-	else if (!mutex_trylock(&att->lock))
+	} else if (!mutex_trylock(&att->lock)) {
 		return false;
+	}
 	/*
 	 * Once an attachment has had VMAs and lost them all it never gets
 	 * one again, so with none there is no PTE to zap and even the OOM
@@ -255,6 +701,9 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 		mutex_unlock(&att->lock);
 		return false;		/* zapping sleeps */
 	}
+	/* a VMA may come (an ATTACH in progress): its faults must wait */
+	if (!blockable)
+		xpmem_omm_note(att->omm, range);
 	/*
 	 * Mark, under the lock PTE insertion holds, the faults in progress
 	 * whose window this range overlaps: a fault that inserted before this
@@ -263,10 +712,18 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	 */
 	mmu_interval_set_seq(mni, cur_seq);
 	xpmem_att_mark_stale(att, range->start, range->end);
+	/*
+	 * Zap (and wait for the worker) only if a PTE may exist there: never
+	 * for a range of attachment VMAs, which the core may be splitting or
+	 * moving with their i_mmap_rwsem held (see "zapping" above).
+	 */
+	zap = mapped && start < end &&
+	      xpmem_att_mapped_test_clear(att, m->r.off + (start - m->r.oaddr),
+					  end - start);
 	mutex_unlock(&att->lock);
 
 	atomic_long_inc(&xpmem_stats.invalidations);
-	if (mapped && start < end)
+	if (zap)
 		xpmem_att_zap(att, m->r.off + (start - m->r.oaddr),
 			      end - start);
 	return true;
@@ -473,6 +930,43 @@ static void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
 }
 
 /*
+ * Make the read-only PTE @vmf found writable, if it is still there: under
+ * att->lock, so that an invalidation either zaps it after this or has
+ * zapped it before (the core's own upgrade after ->pfn_mkwrite returns
+ * would only compare the PTE, and a zap and re-insertion of the same
+ * read-only PTE in between would pass).
+ *
+ * Return: VM_FAULT_NOPAGE (the access is repeated, and writes).
+ */
+static int xpmem_upgrade_pte(pte_t *ptep, unsigned long addr, void *data)
+{
+	struct vm_fault *vmf = data;
+	pte_t pte = ptep_get(ptep);
+
+	if (pte_same(pte, vmf->orig_pte) && !pte_write(pte)) {
+		pte = pte_mkyoung(xpmem_pte_mkwrite_dirty(pte));
+		set_pte_at(vmf->vma->vm_mm, addr, ptep, pte);
+		update_mmu_cache(vmf->vma, addr, ptep);
+	}
+	return 0;
+}
+
+static vm_fault_t xpmem_fault_set_writable(struct vm_fault *vmf)
+{
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	pmd_t *pmd = xpmem_fault_pmd(vmf);
+
+	lockdep_assert_held(&att->lock);
+	/* huge PMDs go in under att->lock: none can appear meanwhile */
+	if (!pmd || !pmd_present(READ_ONCE(*pmd)) || pmd_leaf(READ_ONCE(*pmd)))
+		return VM_FAULT_NOPAGE;
+	/* the page table lock; never allocates a table */
+	apply_to_existing_page_range(vmf->vma->vm_mm, vmf->address, PAGE_SIZE,
+				     xpmem_upgrade_pte, vmf);
+	return VM_FAULT_NOPAGE;
+}
+
+/*
  * ->pfn_mkwrite without the owner's lock: if no invalidation touched the
  * owner's page since a write ->fault found it writable, and the attacher's
  * PTE still names it, the owner still maps it writable.
@@ -490,6 +984,7 @@ static bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf,
 	if (hit) {
 		w->oaddr = 0;
 		xpmem_fault_touch(pfn, true);
+		xpmem_fault_set_writable(vmf);
 	}
 	mutex_unlock(&att->lock);
 	if (hit)
@@ -575,11 +1070,12 @@ static vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
 }
 
 /*
- * ->pfn_mkwrite after resolution: the core makes the PTE writable on 0,
- * if it is unchanged.  A PTE that names another page than the owner's
- * writable one (our zero page, a page COW-broken meanwhile) must go.
+ * ->pfn_mkwrite after resolution, under att->lock: the PTE becomes
+ * writable here if it is unchanged.  A PTE that names another page than
+ * the owner's writable one (our zero page, a page COW-broken meanwhile)
+ * must go.
  *
- * Return: 0, or VM_FAULT_NOPAGE with *@zap set.
+ * Return: VM_FAULT_NOPAGE, with *@zap set if the PTE must go.
  */
 static vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf,
 				      unsigned long hmm_pfn, bool *zap)
@@ -590,7 +1086,7 @@ static vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf,
 		return VM_FAULT_NOPAGE;
 	}
 	xpmem_fault_touch(hmm_pfn, true);
-	return 0;
+	return xpmem_fault_set_writable(vmf);
 }
 
 /*
@@ -756,7 +1252,7 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	struct xpmem_mirror *m;
 	unsigned long oaddr;
 	struct xpmem_fault_win win = {};
-	unsigned long lo, hi, npages, fidx;
+	unsigned long lo, hi, npages, fidx, off;
 	struct vm_area_struct *ovma;
 	unsigned int retries = 0;
 	bool zap = false;
@@ -785,6 +1281,7 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	}
 	npages = (hi - lo) >> PAGE_SHIFT;
 	fidx = (vmf->address - lo) >> PAGE_SHIFT;
+	off = (vmf->pgoff - fidx) << PAGE_SHIFT;	/* segment offset of lo */
 	range.start = oaddr - (fidx << PAGE_SHIFT);
 	range.end = range.start + (npages << PAGE_SHIFT);
 	win.start = range.start;
@@ -799,7 +1296,11 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	list_add(&win.node, &att->faults);
 	mutex_unlock(&att->lock);
 again:
-	range.notifier_seq = mmu_interval_read_begin(&m->notifier);
+	if (xpmem_fault_read_begin(m, win.start, win.end,
+				   &range.notifier_seq)) {
+		ret = VM_FAULT_SIGBUS;		/* killed */
+		goto unlist;
+	}
 	memset(pfns, 0, npages * sizeof(*pfns));
 	pfns[fidx] = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
 	err = hmm_range_fault(&range);
@@ -818,6 +1319,12 @@ again:
 	} else if (kind == XPMEM_FAULT_PMD) {
 		mutex_lock(&att->pt_lock);
 	}
+	if (!mkwrite && xpmem_att_mapped_prepare(att, off, hi - lo)) {
+		if (kind == XPMEM_FAULT_PMD)
+			mutex_unlock(&att->pt_lock);
+		ret = VM_FAULT_OOM;
+		goto unlist;
+	}
 
 	mutex_lock(&att->lock);
 	if (win.stale) {
@@ -826,7 +1333,8 @@ again:
 			mutex_unlock(&att->pt_lock);
 		goto retry;
 	}
-	if (att->dead) {
+	if (att->dead ||
+	    (!mkwrite && !xpmem_att_mapped_set(att, off, hi - lo))) {
 		ret = VM_FAULT_SIGBUS;
 	} else if (mkwrite) {
 		ret = xpmem_fault_mkwrite(vmf, pfns[fidx], &zap);
@@ -1001,7 +1509,7 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	/* (a page outside the mirrors is SIGBUS in xpmem_fault_resolve()) */
 	if (mkwrite && xpmem_fault_mirror(vmf, &oaddr) &&
 	    xpmem_fault_mkwrite_fast(vmf, att, oaddr))
-		return 0;
+		return VM_FAULT_NOPAGE;
 
 	maxpages = mkwrite ? 1 : xpmem_fault_window_pages();
 	if (maxpages > ARRAY_SIZE(stack_pfns)) {
@@ -1143,7 +1651,7 @@ unsigned long xpmem_att_get_unmapped_area(struct file *file,
 					    flags);
 	want = xpmem_range_oaddr(&att->mirrors[0].r, pgoff << PAGE_SHIFT) &
 	       ~PMD_MASK;
-	ret = mm_get_unmapped_area(current->mm, NULL, 0, len + PMD_SIZE, 0,
+	ret = mm_get_unmapped_area(current->mm, NULL, addr, len + PMD_SIZE, 0,
 				   flags);
 	if (IS_ERR_VALUE(ret))
 		return mm_get_unmapped_area(current->mm, NULL, addr, len, 0,
@@ -1172,9 +1680,36 @@ static void xpmem_att_vma_close(struct vm_area_struct *vma)
 	atomic_dec(&att->nr_vmas);
 }
 
+/* The whole of @vma, were it placed where it is: does it mirror itself? */
+static bool xpmem_vma_maps_itself(struct vm_area_struct *vma)
+{
+	return xpmem_att_maps_itself(vma->vm_private_data, vma->vm_mm,
+				     vma->vm_start, vma->vm_pgoff << PAGE_SHIFT,
+				     vma->vm_end - vma->vm_start);
+}
+
+/* mremap() placed a piece of an attachment: never over its own source. */
+static int xpmem_att_vma_mremap(struct vm_area_struct *vma)
+{
+	return xpmem_vma_maps_itself(vma) ? -EINVAL : 0;
+}
+
+/*
+ * A split keeps addresses, so it cannot create a self-mirror; refusing one
+ * that exists anyway keeps the core from invalidating the attachment under
+ * its own i_mmap_rwsem should a placement check ever be missed.
+ */
+static int xpmem_att_vma_may_split(struct vm_area_struct *vma,
+				   unsigned long addr)
+{
+	return WARN_ON_ONCE(xpmem_vma_maps_itself(vma)) ? -EINVAL : 0;
+}
+
 const struct vm_operations_struct xpmem_vm_ops = {
 	.open = xpmem_att_vma_open,
 	.close = xpmem_att_vma_close,
+	.mremap = xpmem_att_vma_mremap,
+	.may_split = xpmem_att_vma_may_split,
 	.fault = xpmem_att_fault,
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
 	.huge_fault = xpmem_att_huge_fault,
@@ -1182,21 +1717,42 @@ const struct vm_operations_struct xpmem_vm_ops = {
 	.pfn_mkwrite = xpmem_att_mkwrite,
 };
 
+/**
+ * xpmem_fault_defer - run @work on the module's queue for waits the owner
+ * can prolong (apart from the zap worker, which such work may wait for)
+ * @work: the work
+ */
+void xpmem_fault_defer(struct work_struct *work)
+{
+	queue_work(xpmem_free_wq, work);
+}
+
 int xpmem_fault_init(void)
 {
 	xpmem_zero_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	if (!xpmem_zero_page)
 		return -ENOMEM;
 	xpmem_zap_wq = alloc_workqueue("xpmem_zap", WQ_MEM_RECLAIM, 0);
-	if (!xpmem_zap_wq) {
-		__free_page(xpmem_zero_page);
-		return -ENOMEM;
-	}
+	if (!xpmem_zap_wq)
+		goto free_page;
+	xpmem_free_wq = alloc_workqueue("xpmem_free", 0, 0);
+	if (!xpmem_free_wq)
+		goto destroy_zap;
 	return 0;
+
+destroy_zap:
+	destroy_workqueue(xpmem_zap_wq);
+free_page:
+	__free_page(xpmem_zero_page);
+	return -ENOMEM;
 }
 
 void xpmem_fault_exit(void)
 {
+	/* an attachment end may still be returning from its last put */
+	destroy_workqueue(xpmem_free_wq);
+	/* the owners' records are freed after an SRCU grace period */
+	mmu_notifier_synchronize();
 	destroy_workqueue(xpmem_zap_wq);
 	__free_page(xpmem_zero_page);
 }

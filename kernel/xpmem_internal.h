@@ -64,7 +64,13 @@
  *         att->lock              the notifier lock; PTE insertion runs
  *                                under it, with the owner's mmap_lock held
  *           page table lock
- *   xpmem_proc_lock              /proc/xpmem/<tgid> entries (xpmem_proc.c)
+ *   xpmem_proc_lock              /proc/xpmem/<tgid> entries, one per
+ *                                struct pid of a thread group
+ *                                (xpmem_proc.c): open, the opener's
+ *                                ->flush and the last close take it,
+ *                                holding nothing else; ->flush looks
+ *                                through the closer's descriptors
+ *                                (files->file_lock) before, not under it
  *     xpmem_proc_ctx_lock        their ctx lists; a show takes it, then
  *                                xpmem_obj_lock
  *   xpmem_obj_lock               ctx lists, seg->ctx, permit->ctx
@@ -76,6 +82,17 @@
  *   permit->lock                 the permit's attachment list (mutex;
  *                                RELEASE zaps under it)
  *     att->lock
+ *   xpmem_revoke_rwsem           copy batches (read) against REMOVE and
+ *                                RELEASE (write, taken and dropped); a
+ *                                read section is a memcpy with page
+ *                                faults off, nothing nests in it but the
+ *                                object flags it reads (xpmem_fault.c)
+ *   omm->lock                    the owner's invalidations in flight;
+ *                                leaf spinlock, taken by the invalidate
+ *                                callback (before att->lock, or inside
+ *                                it when non-blockable), by the owner's
+ *                                invalidate_range_end and by faults
+ *                                (xpmem_fault.c)
  *   xpmem_key_lock               requested keys of segments: changes of
  *                                the key table (mutex; nothing but the
  *                                table's own bucket locks nests in it,
@@ -89,13 +106,18 @@
  * ours (RCU), insertions and removals only the table's bucket locks
  * (xpmem_obj_lock or xpmem_key_lock may be held around them).
  *
- * The invalidate callback (owner mmap_lock, or reclaim) takes att->lock
- * only to advance the sequence and mark the faults in progress whose
- * window it overlaps; it has the zap worker zap the attachment
- * after dropping it and waits (xpmem_attach.c).  Every zap of an
- * attachment runs in that worker, and invalidations the worker causes are
- * ignored (they only ever hit attachment VMAs, which are never mirrored),
- * so zaps never nest and never recurse.
+ * The invalidate callback (owner mmap_lock, or reclaim) lists the
+ * invalidation (omm->lock) and takes att->lock only to advance the
+ * sequence, mark the faults in progress whose window it overlaps and
+ * clear the attachment's record of mapped offsets; only if that record
+ * had any does it have the zap worker zap them after dropping the lock,
+ * and wait.  Every zap of an attachment runs in that worker, and
+ * invalidations the worker causes are ignored (they only ever hit
+ * attachment VMAs, which are never mirrored), so zaps never nest and
+ * never recurse.  The worker needs the attachment's i_mmap_rwsem, which
+ * the core holds only around invalidations of that attachment's own
+ * VMAs, where no attachment has PTEs: no callback waits for it then
+ * (docs/design.md, "Why every zap runs in a worker").
  * Nothing allocates memory while holding att->lock: the fault path makes
  * sure the page table page exists before taking it.
  */
@@ -104,7 +126,10 @@
 
 #include <linux/bits.h>
 #include <linux/types.h>
+#include <linux/completion.h>
 #include <linux/kref.h>
+#include <linux/refcount.h>
+#include <linux/workqueue.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -115,14 +140,18 @@
 #include <linux/refcount.h>
 #include <linux/rhashtable-types.h>
 #include <linux/uidgid.h>
+#include <linux/xarray.h>
 
 #include "xpmem_uapi.h"
 
 /* Version reported by XPMEM_CMD_VERSION: major 3, minor 1 (classic layout). */
 #define XPMEM_VERSION_CODE	0x00030001
 
+struct file;
 struct io_uring_cmd;
 struct ipc_namespace;
+struct pid;
+struct xpmem_omm;
 struct vm_fault;
 struct vm_area_struct;
 
@@ -133,6 +162,9 @@ struct vm_area_struct;
  */
 #define XPMEM_WOK_BITS		4
 #define XPMEM_WOK_SLOTS		BIT(XPMEM_WOK_BITS)
+
+/* Pages per bitmap of xpmem_att.mapped: one page table's worth. */
+#define XPMEM_MAPPED_BLOCK	512
 
 /*
  * An object's entry in an id table (xpmem_id.c), a table that grows and
@@ -168,7 +200,7 @@ struct xpmem_user {
 struct xpmem_ctx {
 	struct kref ref;
 	struct mm_struct *mm;		/* mmgrab()ed opener mm */
-	pid_t tgid;			/* opener, initial PID namespace */
+	struct pid *tgid;		/* opener's thread group (get_pid) */
 	struct list_head segs;		/* xpmem_seg.ctx_node */
 	struct list_head permits;	/* xpmem_permit.ctx_node */
 	struct xpmem_user *user;	/* referenced; charged for everything */
@@ -219,6 +251,12 @@ struct xpmem_seg {
 	struct xpmem_seg_key key;
 	u8 auth_len;			/* 0: no authorization key */
 	u8 auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
+	/*
+	 * The owner's record of invalidations in flight (xpmem_fault.c):
+	 * registered by the first ATTACH, shared by every attachment of the
+	 * segment, put when the segment is freed.
+	 */
+	struct mmu_notifier *omm;
 	unsigned int nr_ranges;		/* >= 1; adjacent buffers merged */
 	struct xpmem_seg_range ranges[];
 };
@@ -280,6 +318,19 @@ struct xpmem_att {
 		unsigned long oaddr;	/* owner address; 0: empty */
 		unsigned long pfn;
 	} wok[XPMEM_WOK_SLOTS];
+	/*
+	 * Segment offsets that may have a PTE or PMD: a bitmap per block of
+	 * XPMEM_MAPPED_BLOCK pages, set under att->lock before insertion,
+	 * tested and cleared by the invalidate callback under att->lock
+	 * (xpmem_fault.c).  An invalidation that finds nothing set needs no
+	 * zap and waits for nothing.
+	 */
+	struct xarray mapped;
+	struct xpmem_omm *omm;		/* the owner's invalidations */
+	/* release: the notifiers go in a worker (xpmem_attach.c) */
+	refcount_t free_ref;		/* release and its work */
+	struct completion unmirrored;
+	struct work_struct free_work;
 	unsigned int first_range;	/* segment range of mirrors[0] */
 	unsigned int nr_mirrors;	/* >= 1 */
 	struct xpmem_mirror mirrors[] __counted_by(nr_mirrors);
@@ -386,6 +437,16 @@ unsigned long xpmem_att_get_unmapped_area(struct file *file,
 					  unsigned long flags);	/* if huge */
 void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len);
+void xpmem_fault_defer(struct work_struct *work);
+void xpmem_att_mapped_init(struct xpmem_att *att);
+int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
+void xpmem_att_mapped_destroy(struct xpmem_att *att);
+bool xpmem_att_maps_itself(struct xpmem_att *att, struct mm_struct *mm,
+			   unsigned long addr, unsigned long off,
+			   unsigned long len);
+void xpmem_revoke_read_lock(void);
+void xpmem_revoke_read_unlock(void);
+void xpmem_revoke_sync(void);
 
 /* xpmem_attach.c: attachments; the end of permits and segments */
 int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
@@ -410,6 +471,7 @@ int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 int xpmem_proc_init(void);
 void xpmem_proc_exit(void);
 void xpmem_proc_open(struct xpmem_ctx *ctx);
+void xpmem_proc_flush(struct xpmem_ctx *ctx, struct file *file);
 void xpmem_proc_close(struct xpmem_ctx *ctx);
 
 /* xpmem_main.c: the device, ioctl dispatch (calls everything above) */

@@ -32,6 +32,16 @@ static int xpmem_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/*
+ * Every close of a descriptor: the opener's thread group may stop holding
+ * the file (its /proc files, xpmem_proc.c).
+ */
+static int xpmem_flush(struct file *file, fl_owner_t id)
+{
+	xpmem_proc_flush(file->private_data, file);
+	return 0;
+}
+
 /* Last close: the ctx's segments are removed and its permits released. */
 static int xpmem_release(struct inode *inode, struct file *file)
 {
@@ -421,6 +431,7 @@ static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 static const struct file_operations xpmem_fops = {
 	.owner = THIS_MODULE,
 	.open = xpmem_open,
+	.flush = xpmem_flush,
 	.release = xpmem_release,
 	.unlocked_ioctl = xpmem_ioctl,
 	.uring_cmd = xpmem_uring_cmd,

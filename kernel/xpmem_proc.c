@@ -10,7 +10,7 @@
  *   /proc/xpmem/<tgid>         pages pinned by XPMEM: N
  *                              pages unpinned by XPMEM: N
  * one <tgid> file per thread group that has /dev/xpmem open, readable by
- * its owner only (and root), removed when its last device file closes.
+ * its owner only (and root).
  * This module never pins pages (attachments mirror the owner's page
  * tables), so every count is 0; a leak check that compares the two
  * totals passes exactly when nothing is pinned.  The sysfs counters in
@@ -23,16 +23,37 @@
  *   segment 0x<segid> vaddr 0x<addr> size <bytes> mode 0<mode> attachments <n>
  *   permit 0x<apid> segment 0x<segid> owner <tgid> access rdonly|rdwr attachments <n>
  *   attachment segment 0x<segid> apid 0x<apid> offset <bytes> size <bytes> access rdonly|rdwr
- * (owner 0: the segment was removed).  Only the file's owner and root can
- * read it, so nothing is shown to other users.  This file reads the
- * structures of every layer below main and calls none of their functions.
+ * (owner 0: the segment was removed, or its owner's thread group is gone).
+ * Only the file's owner and root can read it, so nothing is shown to other
+ * users.  This file reads the structures of every layer below main and
+ * calls none of their functions.
+ *
+ * The files belong to a thread group, never to a pid number: a device file
+ * outlives its opener when another process holds it (SCM_RIGHTS, a fork
+ * child, a shared descriptor table), and once the opener is reaped its
+ * number can go to a process of another user.  So an entry holds the
+ * opener's struct pid and lists only ctxs opened by that very thread group
+ * (ctx->tgid, compared as pointers).  A ctx leaves its entry when the
+ * thread group stops holding its file: at the ->flush of a close by a task
+ * of that group that leaves no other descriptor of it in the closer's
+ * table, which includes the close of every descriptor at exit (the classic
+ * modules drop the file at that flush too); or at the last close of the
+ * file.  The files go with the entry's last ctx.  Where no such flush runs
+ * (the descriptor table shared with another process, CLONE_FILES), an
+ * entry may outlive its thread group: it then shows nothing, and the next
+ * open of the device by anyone removes it, so a new thread group with the
+ * same number gets files of its own, owned by its own uid.
  */
 #include <linux/cred.h>
+#include <linux/fdtable.h>
+#include <linux/fs.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/proc_fs.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
@@ -41,7 +62,7 @@
 /* One per thread group with an open /dev/xpmem. */
 struct xpmem_proc_tg {
 	struct list_head node;
-	pid_t tgid;			/* in the initial PID namespace */
+	struct pid *tgid;		/* the thread group (referenced) */
 	struct list_head ctxs;		/* xpmem_ctx.proc_node: its opens */
 	struct proc_dir_entry *pde;	/* /proc/xpmem/<tgid> */
 	struct proc_dir_entry *objs;	/* /proc/xpmem-objects/<tgid> */
@@ -53,7 +74,8 @@ static struct proc_dir_entry *xpmem_proc_objs_dir;
  * xpmem_proc_lock protects xpmem_proc_tgs and the creation and removal of
  * the <tgid> files; it is held across proc_remove(), which waits for the
  * shows in progress, so shows never take it.
- * xpmem_proc_ctx_lock (inside it) protects each entry's ctxs.  A show
+ * xpmem_proc_ctx_lock (inside it) protects each entry's ctxs; every change
+ * of them holds both, so either one is enough to read them.  A show
  * takes it, then xpmem_obj_lock, then one permit->lock at a time.
  */
 static DEFINE_MUTEX(xpmem_proc_lock);
@@ -78,6 +100,28 @@ static const char *xpmem_proc_access(bool writable)
 	return writable ? "rdwr" : "rdonly";
 }
 
+/*
+ * Is the thread group @tgid still there?  Until it is reaped, its number
+ * cannot be anybody else's.
+ */
+static bool xpmem_proc_alive(struct pid *tgid)
+{
+	bool alive;
+
+	rcu_read_lock();
+	alive = pid_task(tgid, PIDTYPE_TGID);
+	rcu_read_unlock();
+	return alive;
+}
+
+/* The number of the thread group that made a segment, 0 if none. */
+static pid_t xpmem_proc_owner_nr(const struct xpmem_ctx *owner)
+{
+	if (!owner || !xpmem_proc_alive(owner->tgid))
+		return 0;
+	return pid_nr(owner->tgid);
+}
+
 /* The objects made through @ctx; under xpmem_proc_ctx_lock. */
 static void xpmem_proc_show_ctx(struct seq_file *m, struct xpmem_ctx *ctx)
 {
@@ -91,11 +135,9 @@ static void xpmem_proc_show_ctx(struct seq_file *m, struct xpmem_ctx *ctx)
 			   seg->id.id, seg->ranges[0].oaddr, seg->size, seg->mode,
 			   atomic_read(&seg->nr_atts), seg->nr_ranges);
 	list_for_each_entry(permit, &ctx->permits, ctx_node) {
-		struct xpmem_ctx *owner = permit->seg->ctx;
-
 		seq_printf(m, "permit %#llx segment %#llx owner %d access %s attachments %d\n",
 			   permit->id.id, permit->seg->id.id,
-			   owner ? owner->tgid : 0,
+			   xpmem_proc_owner_nr(permit->seg->ctx),
 			   xpmem_proc_access(permit->writable),
 			   atomic_read(&permit->nr_atts));
 		mutex_lock(&permit->lock);
@@ -119,6 +161,9 @@ static int xpmem_proc_objs_show(struct seq_file *m, void *v)
 	struct xpmem_proc_tg *tg = m->private;
 	struct xpmem_ctx *ctx;
 
+	/* an entry left behind by a thread group that is gone */
+	if (!xpmem_proc_alive(tg->tgid))
+		return 0;
 	mutex_lock(&xpmem_proc_ctx_lock);
 	list_for_each_entry(ctx, &tg->ctxs, proc_node)
 		xpmem_proc_show_ctx(m, ctx);
@@ -126,7 +171,8 @@ static int xpmem_proc_objs_show(struct seq_file *m, void *v)
 	return 0;
 }
 
-static struct xpmem_proc_tg *xpmem_proc_find(pid_t tgid)
+/* The entry of thread group @tgid; under xpmem_proc_lock. */
+static struct xpmem_proc_tg *xpmem_proc_find(struct pid *tgid)
 {
 	struct xpmem_proc_tg *tg;
 
@@ -136,32 +182,58 @@ static struct xpmem_proc_tg *xpmem_proc_find(pid_t tgid)
 	return NULL;
 }
 
+/* Remove @tg and its files; its ctxs are listed nowhere then. */
+static void xpmem_proc_remove(struct xpmem_proc_tg *tg)
+{
+	struct xpmem_ctx *ctx, *tmp;
+
+	lockdep_assert_held(&xpmem_proc_lock);
+	mutex_lock(&xpmem_proc_ctx_lock);
+	list_for_each_entry_safe(ctx, tmp, &tg->ctxs, proc_node)
+		list_del_init(&ctx->proc_node);
+	mutex_unlock(&xpmem_proc_ctx_lock);
+	list_del(&tg->node);
+	/* waits for shows in progress */
+	proc_remove(tg->objs);
+	proc_remove(tg->pde);
+	put_pid(tg->tgid);
+	kfree(tg);
+}
+
 /**
  * xpmem_proc_open - the current thread group opened /dev/xpmem as @ctx
  * @ctx: the new context (ctx->tgid is current's)
  *
- * Creates /proc/xpmem/<tgid> and /proc/xpmem-objects/<tgid> on its first
- * open and lists @ctx in the latter.
- * Failing to create it is not an error of the open (the file is
+ * Creates /proc/xpmem/<tgid> and /proc/xpmem-objects/<tgid>, owned by
+ * the opener, on its thread group's first open and lists @ctx in the
+ * latter.  Entries of thread groups that are gone are removed first, so
+ * the number is free for this one.
+ * Failing to create them is not an error of the open (the files are
  * informational).
  */
 void xpmem_proc_open(struct xpmem_ctx *ctx)
 {
-	struct xpmem_proc_tg *tg;
+	struct xpmem_proc_tg *tg, *tmp, *found = NULL;
 	char name[16];
 
 	INIT_LIST_HEAD(&ctx->proc_node);
 	if (!xpmem_proc_dir)
 		return;
 	mutex_lock(&xpmem_proc_lock);
-	tg = xpmem_proc_find(ctx->tgid);
+	list_for_each_entry_safe(tg, tmp, &xpmem_proc_tgs, node) {
+		if (tg->tgid == ctx->tgid)
+			found = tg;
+		else if (!xpmem_proc_alive(tg->tgid))
+			xpmem_proc_remove(tg);
+	}
+	tg = found;
 	if (tg)
 		goto add;
 	tg = kzalloc(sizeof(*tg), GFP_KERNEL_ACCOUNT);
 	if (!tg)
 		goto unlock;
 	INIT_LIST_HEAD(&tg->ctxs);
-	snprintf(name, sizeof(name), "%d", ctx->tgid);
+	snprintf(name, sizeof(name), "%d", pid_nr(ctx->tgid));
 	tg->pde = proc_create_single(name, 0400, xpmem_proc_dir,
 				     xpmem_proc_tg_show);
 	if (!tg->pde)
@@ -172,7 +244,7 @@ void xpmem_proc_open(struct xpmem_ctx *ctx)
 		goto remove_pde;
 	proc_set_user(tg->pde, current_euid(), current_egid());
 	proc_set_user(tg->objs, current_euid(), current_egid());
-	tg->tgid = ctx->tgid;
+	tg->tgid = get_pid(ctx->tgid);
 	list_add(&tg->node, &xpmem_proc_tgs);
 add:
 	mutex_lock(&xpmem_proc_ctx_lock);
@@ -189,11 +261,8 @@ unlock:
 	mutex_unlock(&xpmem_proc_lock);
 }
 
-/**
- * xpmem_proc_close - the device file of @ctx was released
- * @ctx: its context (the releaser may be another task than the opener)
- */
-void xpmem_proc_close(struct xpmem_ctx *ctx)
+/* Take @ctx off its entry; the entry and its files go with its last ctx. */
+static void xpmem_proc_unlist(struct xpmem_ctx *ctx)
 {
 	struct xpmem_proc_tg *tg;
 	bool last;
@@ -201,20 +270,52 @@ void xpmem_proc_close(struct xpmem_ctx *ctx)
 	mutex_lock(&xpmem_proc_lock);
 	if (list_empty(&ctx->proc_node))
 		goto unlock;
+	tg = xpmem_proc_find(ctx->tgid);
+	if (WARN_ON_ONCE(!tg))
+		goto unlock;
 	mutex_lock(&xpmem_proc_ctx_lock);
 	list_del_init(&ctx->proc_node);
-	tg = xpmem_proc_find(ctx->tgid);
-	last = tg && list_empty(&tg->ctxs);
+	last = list_empty(&tg->ctxs);
 	mutex_unlock(&xpmem_proc_ctx_lock);
-	if (last) {
-		list_del(&tg->node);
-		/* waits for shows in progress */
-		proc_remove(tg->objs);
-		proc_remove(tg->pde);
-		kfree(tg);
-	}
+	if (last)
+		xpmem_proc_remove(tg);
 unlock:
 	mutex_unlock(&xpmem_proc_lock);
+}
+
+static int xpmem_proc_same_file(const void *p, struct file *file,
+				unsigned int fd)
+{
+	return file == p;
+}
+
+/**
+ * xpmem_proc_flush - a descriptor of the device file of @ctx was closed
+ * @ctx: its context
+ * @file: the file
+ *
+ * If the closer belongs to the thread group that opened @file and leaves
+ * no other descriptor of it in its table (at exit the table is being torn
+ * down and current->files is NULL), that thread group no longer holds it:
+ * @ctx leaves the group's /proc files, even while another process holds
+ * the file.  A close by any other process changes nothing.
+ */
+void xpmem_proc_flush(struct xpmem_ctx *ctx, struct file *file)
+{
+	if (task_tgid(current) != ctx->tgid)
+		return;
+	if (iterate_fd(current->files, 0, xpmem_proc_same_file, file))
+		return;
+	xpmem_proc_unlist(ctx);
+}
+
+/**
+ * xpmem_proc_close - the device file of @ctx was released
+ * @ctx: its context (the releaser may be another task than the opener)
+ */
+void xpmem_proc_close(struct xpmem_ctx *ctx)
+{
+	xpmem_proc_unlist(ctx);
 }
 
 int xpmem_proc_init(void)

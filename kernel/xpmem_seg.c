@@ -98,6 +98,8 @@ static void xpmem_seg_free(struct kref *ref)
 	xpmem_key_release(seg);		/* withdrawn already, unless never */
 	xpmem_put_ipc_ns(seg->ipc_ns);
 	put_user_ns(seg->user_ns);
+	if (seg->omm)
+		mmu_notifier_put(seg->omm);
 	mmdrop(seg->mm);
 	atomic_long_dec(&xpmem_stats.segments);
 	kfree_rcu(seg, rcu);		/* lookups may still be looking */

@@ -615,13 +615,13 @@ enum fz_op {
 	FZ_MAKE, FZ_MAKE_BAD, FZ_REMOVE, FZ_GET, FZ_RELEASE, FZ_ATTACH,
 	FZ_DETACH, FZ_JUNK, FZ_TOUCH, FZ_MMAP, FZ_MUNMAP, FZ_MREMAP,
 	FZ_MPROTECT, FZ_MADVISE, FZ_GUP, FZ_FORK, FZ_REOPEN, FZ_PROC, FZ_COPY,
-	FZ_NOPS
+	FZ_SELFPLACE, FZ_NOPS
 };
 
 static const char *const fz_names[FZ_NOPS] = {
 	"make", "make-bad", "remove", "get", "release", "attach", "detach",
 	"junk-ioctl", "touch", "mmap", "munmap", "mremap", "mprotect",
-	"madvise", "gup", "fork", "reopen", "proc-read", "copy",
+	"madvise", "gup", "fork", "reopen", "proc-read", "copy", "self-place",
 };
 
 /*
@@ -629,8 +629,8 @@ static const char *const fz_names[FZ_NOPS] = {
  * on the debug kernel under TCG; mmap and touch (faults) come next.
  */
 static const unsigned short fz_weight[FZ_NOPS] = {
-	70, 60, 55, 110, 45, 100, 68, 60, 130, 40, 35, 25, 40, 60, 40, 0, 2, 20,
-	40,
+	70, 60, 55, 110, 45, 100, 68, 60, 122, 40, 35, 25, 40, 60, 40, 0, 2, 20,
+	40, 8,
 };
 
 struct fz_segslot {
@@ -2191,6 +2191,51 @@ static void op_fork(struct fz *f)
 }
 
 /* close and reopen the device: our segments and permits go away */
+/*
+ * An attachment over its own source (issue 20): a scratch range of this
+ * process is exported and unmapped, then attached without FIXED (the
+ * kernel's next choice is that very hole) and moved onto its source with
+ * mremap(MREMAP_FIXED); neither may land there, and a split of the
+ * attachment in its middle (page tables present) returns.  Self-contained:
+ * the scratch range lies outside the arena and is gone at the end.
+ */
+static void op_selfplace(struct fz *f)
+{
+	const size_t len = 4UL << 20;
+	int64_t segid, apid;
+	uint64_t va;
+	void *src, *to;
+
+	src = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (src == MAP_FAILED)
+		return;
+	if (xp_make(f->fd, (uintptr_t)src, len, 0600, &segid)) {
+		munmap(src, len);
+		return;
+	}
+	munmap(src, len);
+	if (xp_get(f->fd, segid, XPMEM_RDWR, &apid))
+		goto remove;
+	if (xp_attach(f->fd, apid, 0, len, 0, &va))
+		goto release;
+	if (va < (uintptr_t)src + len && (uintptr_t)src < va + len)
+		fz_fail(f, "attach without FIXED at 0x%llx over its own source 0x%llx",
+			(unsigned long long)va, (unsigned long long)(uintptr_t)src);
+	munmap((void *)(uintptr_t)(va + len / 2 + PG), PG);
+	to = mremap((void *)(uintptr_t)va, len / 2, len / 2,
+		    MREMAP_MAYMOVE | MREMAP_FIXED, src);
+	if (to != MAP_FAILED)
+		fz_fail(f, "mremap of an attachment onto its own source at %p",
+			to);
+	xp_detach(f->fd, va + len - PG);
+	f->ok[f->op]++;
+release:
+	xp_release(f->fd, apid);
+remove:
+	xp_remove(f->fd, segid);
+}
+
 static void op_reopen(struct fz *f)
 {
 	int i;
@@ -2583,6 +2628,9 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 			break;
 		case FZ_COPY:
 			op_copy(f);
+			break;
+		case FZ_SELFPLACE:
+			op_selfplace(f);
 			break;
 		}
 		f->ns[op] += now_ns() - t;
