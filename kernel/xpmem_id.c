@@ -10,17 +10,22 @@
  * time): no id repeats until 2^46 have been issued, and without the key
  * the next id cannot be told from a random one, so a process cannot find
  * another user's object by counting.  Segment and permit ids come from one
- * counter and never collide either.  The table knows
- * nothing of the objects but their reference count: a lookup returns the
- * object's xpmem_id with a new reference taken, or NULL.  The object's
- * owner publishes it (the table's reference is the publisher's to keep)
- * and unpublishes it before dropping that reference.
+ * counter and never collide either.
+ *
+ * A table is an rhashtable: it grows with its objects (and shrinks after
+ * them), so a lookup stays O(1) at millions of objects, and a lookup takes
+ * no lock: it runs under RCU and returns the object's xpmem_id with a new
+ * reference taken by kref_get_unless_zero(), or NULL.  Objects in a table
+ * must therefore be freed after an RCU grace period (kfree_rcu()).  The
+ * table holds no reference of its own: the publisher holds one across
+ * the publication, and its object stays published only while a reference
+ * of its owner's keeps it (xpmem_internal.h, "References"); the owner
+ * unpublishes it before dropping that one.
  */
-#include <linux/hashtable.h>
 #include <linux/once.h>
 #include <linux/random.h>
+#include <linux/rhashtable.h>
 #include <linux/siphash.h>
-#include <linux/spinlock.h>
 
 #include "xpmem_internal.h"
 
@@ -32,23 +37,33 @@
 static siphash_key_t xpmem_id_key;
 static atomic64_t xpmem_id_counter = ATOMIC64_INIT(0);
 
-/* every table; leaf lock */
-static DEFINE_SPINLOCK(xpmem_id_lock);
+/* The ids are random already: the default jhash2 of 8 bytes is plenty. */
+static const struct rhashtable_params xpmem_id_params = {
+	.head_offset = offsetof(struct xpmem_id, node),
+	.key_offset = offsetof(struct xpmem_id, id),
+	.key_len = sizeof_field(struct xpmem_id, id),
+	.automatic_shrinking = true,
+};
 
-static struct hlist_head *xpmem_id_bucket(struct xpmem_id_table *table,
-					  u64 id)
+/**
+ * xpmem_id_table_init - an empty table
+ * @table: the table
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int xpmem_id_table_init(struct xpmem_id_table *table)
 {
-	return &table->buckets[hash_min(id, XPMEM_ID_HASH_BITS)];
+	return rhashtable_init(&table->ht, &xpmem_id_params);
 }
 
-static struct xpmem_id *xpmem_id_find(struct xpmem_id_table *table, u64 id)
+/**
+ * xpmem_id_table_destroy - free an empty table
+ * @table: the table (nothing is published: the module is unloading)
+ */
+void xpmem_id_table_destroy(struct xpmem_id_table *table)
 {
-	struct xpmem_id *cur;
-
-	hlist_for_each_entry(cur, xpmem_id_bucket(table, id), node)
-		if (cur->id == id)
-			return cur;
-	return NULL;
+	WARN_ON_ONCE(atomic_read(&table->ht.nelems));
+	rhashtable_destroy(&table->ht);
 }
 
 /* A keyed bijection of [0, 2^XPMEM_ID_BITS). */
@@ -82,41 +97,49 @@ static u64 xpmem_id_next(void)
  * @id: the object's embedded id
  * @ref: the object's reference count, taken by lookups
  *
- * Return: 0, or -EAGAIN if no free id was found.
+ * The caller holds a reference of its own on the object, and reads the
+ * new id (@id->id) only under it: from the moment the object is
+ * published, another thread that learns or guesses the id can end it.
+ *
+ * Return: 0, -ENOMEM, or -EAGAIN if no free id was found.
  */
 int xpmem_id_publish(struct xpmem_id_table *table, struct xpmem_id *id,
 		     struct kref *ref)
 {
-	int tries;
+	int tries, ret;
 	u64 val;
 
+	id->ref = ref;
 	for (tries = 0; tries < XPMEM_ID_TRIES; tries++) {
 		val = xpmem_id_next();
 		if (!val)
 			continue;
-		spin_lock(&xpmem_id_lock);
-		if (!xpmem_id_find(table, val)) {
-			id->id = val;
-			id->ref = ref;
-			hlist_add_head(&id->node, xpmem_id_bucket(table, val));
-			spin_unlock(&xpmem_id_lock);
+		id->id = val;
+		ret = rhashtable_lookup_insert_fast(&table->ht, &id->node,
+						    xpmem_id_params);
+		if (!ret)
 			return 0;
-		}
-		spin_unlock(&xpmem_id_lock);
+		if (ret == -ENOMEM)
+			return ret;
+		/* -EEXIST: the id is in use; -EBUSY: its chain is full */
+		if (ret != -EEXIST && ret != -EBUSY)
+			break;
 	}
 	return -EAGAIN;
 }
 
 /**
  * xpmem_id_unpublish - make an object unfindable; idempotent
- * @id: the object's embedded id (initialised with INIT_HLIST_NODE)
+ * @table: the table it was published in (or not: then nothing happens)
+ * @id: the object's embedded id
+ *
+ * Lookups that found the object already may still take a reference, as
+ * long as it has any.
  */
-void xpmem_id_unpublish(struct xpmem_id *id)
+void xpmem_id_unpublish(struct xpmem_id_table *table, struct xpmem_id *id)
 {
-	spin_lock(&xpmem_id_lock);
-	if (!hlist_unhashed(&id->node))
-		hlist_del_init(&id->node);
-	spin_unlock(&xpmem_id_lock);
+	/* -ENOENT: never published, or unpublished already */
+	rhashtable_remove_fast(&table->ht, &id->node, xpmem_id_params);
 }
 
 /**
@@ -124,6 +147,7 @@ void xpmem_id_unpublish(struct xpmem_id *id)
  * @table: the table
  * @id: its id
  *
+ * Context: any; takes no lock but rcu_read_lock().
  * Return: the object's embedded id with a new reference on the object, or
  * NULL.
  */
@@ -131,10 +155,10 @@ struct xpmem_id *xpmem_id_lookup(struct xpmem_id_table *table, u64 id)
 {
 	struct xpmem_id *found;
 
-	spin_lock(&xpmem_id_lock);
-	found = xpmem_id_find(table, id);
+	rcu_read_lock();
+	found = rhashtable_lookup(&table->ht, &id, xpmem_id_params);
 	if (found && !kref_get_unless_zero(found->ref))
 		found = NULL;
-	spin_unlock(&xpmem_id_lock);
+	rcu_read_unlock();
 	return found;
 }

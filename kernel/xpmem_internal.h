@@ -8,7 +8,9 @@
  *                      process that opened it; an ioctl from any other mm
  *                      gets -XPMEM_ERRNO_NOPROC (the classic convention that
  *                      makes a child after fork() reopen the device).
- *                      Counts its objects against the module's limits.
+ *                      Charges its objects to its user.
+ * struct xpmem_user    one per user (real uid of the opener) with a
+ *                      context: the counts the module's limits apply to.
  * struct xpmem_seg     exported ranges of the owner's mm, one after the
  *                      other in segment offsets (one range, or several
  *                      with EXT_MAKE's IOV).  Holds identity and
@@ -25,12 +27,20 @@
  *
  * References
  * ----------
+ * user:   each ctx of the user.
  * ctx:    the device file, each attachment made through it.
- * seg:    the id table while published, the owner ctx's list until REMOVE,
- *         each permit, each attachment.
- * permit: the id table while published, the getter ctx's list until
- *         RELEASE, each attachment.
+ * seg:    MAKE until it returns, the owner ctx's list from MAKE until
+ *         REMOVE (or close), each permit, each attachment.
+ * permit: GET until it returns, the getter ctx's list from GET until
+ *         RELEASE (or close), each attachment.
  * att:    its pseudo file (file->private_data); freed from f_op->release.
+ * The id and key tables hold no reference: an object is published only
+ * while MAKE's or GET's own reference or its ctx list's keeps it, and
+ * unpublished before that one is dropped.  Lookups run under RCU and take
+ * a reference with kref_get_unless_zero(), so segments and permits are
+ * freed after a grace period (kfree_rcu).  MAKE and GET read the new id
+ * while holding their own reference, and touch the object after
+ * publishing it only under it.
  * Attachment inodes live on a pseudo filesystem that is mounted while any
  * exists (simple_pin_fs), and the mount pins the module; so does each
  * attachment file.  rmmod fails with EBUSY while anything is left.
@@ -83,9 +93,18 @@
  *                                it when non-blockable), by the owner's
  *                                invalidate_range_end and by faults
  *                                (xpmem_fault.c)
- *   xpmem_id_lock                id tables; leaf spinlock
- *   xpmem_key_lock               requested keys of segments (mutex;
- *                                nothing nests in it, xpmem_seg.c)
+ *   xpmem_key_lock               requested keys of segments: changes of
+ *                                the key table (mutex; nothing but the
+ *                                table's own bucket locks nests in it,
+ *                                xpmem_seg.c)
+ *   xpmem_user_lock              the table of users: insertion and
+ *                                removal (mutex, leaf; xpmem_ctx.c)
+ *   user->lock                   the user's ctx list; ATTACH's charge sums
+ *                                their attachments under it (mutex, leaf;
+ *                                xpmem_ctx.c)
+ * The id, key and user tables are rhashtables: lookups take no lock of
+ * ours (RCU), insertions and removals only the table's bucket locks
+ * (xpmem_obj_lock or xpmem_key_lock may be held around them).
  *
  * The invalidate callback (owner mmap_lock, or reclaim) lists the
  * invalidation (omm->lock) and takes att->lock only to advance the
@@ -117,6 +136,9 @@
 #include <linux/mm_types.h>
 #include <linux/mmu_notifier.h>
 #include <linux/atomic.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
+#include <linux/rhashtable-types.h>
 #include <linux/uidgid.h>
 #include <linux/xarray.h>
 
@@ -144,18 +166,35 @@ struct vm_area_struct;
 /* Pages per bitmap of xpmem_att.mapped: one page table's worth. */
 #define XPMEM_MAPPED_BLOCK	512
 
-/* 2^10 buckets: plenty for the thousands of segments an MPI job creates. */
-#define XPMEM_ID_HASH_BITS	10
-
-/* An object's entry in an id table (xpmem_id.c). */
+/*
+ * An object's entry in an id table (xpmem_id.c), a table that grows and
+ * shrinks with its objects (rhashtable).
+ */
 struct xpmem_id {
-	struct hlist_node node;
+	struct rhash_head node;
 	u64 id;
 	struct kref *ref;		/* the object's; lookups take one */
 };
 
 struct xpmem_id_table {
-	struct hlist_head buckets[1 << XPMEM_ID_HASH_BITS];
+	struct rhashtable ht;
+};
+
+/*
+ * A user's objects, counted against the module's limits (xpmem_ctx.c):
+ * every ctx its user opened charges its segments and permits here while
+ * they are on its lists, and its attachments (ctx->nr_atts, summed over
+ * user->ctxs) until they are freed.
+ */
+struct xpmem_user {
+	struct rhash_head node;		/* xpmem_users, keyed by uid */
+	kuid_t uid;			/* real uid of the openers */
+	refcount_t ref;			/* one per ctx */
+	atomic_t nr_segs;		/* limit: max_segments */
+	atomic_t nr_permits;		/* limit: max_permits */
+	struct mutex lock;		/* ctxs; ATTACH's charge */
+	struct list_head ctxs;		/* xpmem_ctx.user_node */
+	struct rcu_head rcu;
 };
 
 struct xpmem_ctx {
@@ -164,9 +203,9 @@ struct xpmem_ctx {
 	struct pid *tgid;		/* opener's thread group (get_pid) */
 	struct list_head segs;		/* xpmem_seg.ctx_node */
 	struct list_head permits;	/* xpmem_permit.ctx_node */
-	atomic_t nr_segs;		/* on segs (limit: max_segments) */
-	atomic_t nr_permits;		/* on permits (limit: max_permits) */
-	atomic_t nr_atts;		/* alive (limit: max_attachments) */
+	struct xpmem_user *user;	/* referenced; charged for everything */
+	struct list_head user_node;	/* xpmem_user.ctxs (user->lock) */
+	atomic_t nr_atts;		/* alive (user's limit: max_attachments) */
 	struct list_head proc_node;	/* xpmem_proc_tg.ctxs (proc_ctx_lock) */
 };
 
@@ -177,9 +216,20 @@ struct xpmem_seg_range {
 	unsigned long len;		/* bytes, page multiple */
 };
 
+/*
+ * A requested key as the key table compares it: namespace, length and all
+ * XPMEM_EXT_KEY_MAX bytes (zero past the length), no padding in between.
+ */
+struct xpmem_seg_key {
+	struct ipc_namespace *ns;
+	u8 len;				/* 0: no key */
+	u8 bytes[XPMEM_EXT_KEY_MAX];
+};
+
 struct xpmem_seg {
 	struct kref ref;
 	struct xpmem_id id;
+	struct rcu_head rcu;		/* freed after a grace period */
 	struct xpmem_ctx *ctx;		/* owner ctx; NULL once removed */
 	struct list_head ctx_node;
 	struct mm_struct *mm;		/* mmgrab()ed owner mm */
@@ -194,11 +244,11 @@ struct xpmem_seg {
 	atomic_t nr_atts;		/* on atts (for /proc/xpmem) */
 	bool removed;			/* no new attachments or PTEs */
 	bool rdonly;			/* GET grants XPMEM_RDONLY only */
-	/* requested key (EXT_MAKE): xpmem_key_lock */
-	struct hlist_node key_node;	/* hashed while the key is held */
+	/* requested key (EXT_MAKE): changed under xpmem_key_lock */
+	struct rhash_head key_node;	/* in the key table while held */
+	bool key_hashed;		/* key_node is in the table */
 	bool key_live;			/* GET by key finds it */
-	u8 key_len;			/* 0: no key */
-	u8 key[XPMEM_EXT_KEY_MAX];
+	struct xpmem_seg_key key;
 	u8 auth_len;			/* 0: no authorization key */
 	u8 auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
 	/*
@@ -223,6 +273,7 @@ struct xpmem_seg_opts {
 struct xpmem_permit {
 	struct kref ref;
 	struct xpmem_id id;
+	struct rcu_head rcu;		/* freed after a grace period */
 	struct xpmem_seg *seg;		/* referenced */
 	struct xpmem_ctx *ctx;		/* getter ctx; NULL once released */
 	struct list_head ctx_node;
@@ -308,23 +359,30 @@ struct xpmem_stats {
 extern struct xpmem_stats xpmem_stats;
 extern const struct attribute_group *xpmem_attr_groups[];
 
-/* xpmem_ctx.c: device contexts and per-context limits */
+/* xpmem_ctx.c: device contexts and per-user limits */
 extern struct mutex xpmem_obj_lock;
 extern unsigned int xpmem_max_segments;
 extern unsigned int xpmem_max_permits;
 extern unsigned int xpmem_max_attachments;
-bool xpmem_charge(atomic_t *count, unsigned int limit);
+int xpmem_ctx_init(void);
+void xpmem_ctx_exit(void);
+bool xpmem_user_charge(atomic_t *count, unsigned int limit);
+bool xpmem_charge(atomic_t *count, unsigned int limit);	/* ATTACH's */
 struct xpmem_ctx *xpmem_ctx_alloc(void);
 void xpmem_ctx_get(struct xpmem_ctx *ctx);
 void xpmem_ctx_put(struct xpmem_ctx *ctx);
 
 /* xpmem_id.c: id tables */
+int xpmem_id_table_init(struct xpmem_id_table *table);
+void xpmem_id_table_destroy(struct xpmem_id_table *table);
 int xpmem_id_publish(struct xpmem_id_table *table, struct xpmem_id *id,
 		     struct kref *ref);
-void xpmem_id_unpublish(struct xpmem_id *id);
+void xpmem_id_unpublish(struct xpmem_id_table *table, struct xpmem_id *id);
 struct xpmem_id *xpmem_id_lookup(struct xpmem_id_table *table, u64 id);
 
 /* xpmem_seg.c: segments */
+int xpmem_seg_init(void);
+void xpmem_seg_exit(void);
 int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 		   unsigned int nr, unsigned int mode,
 		   const struct xpmem_seg_opts *opts, xpmem_segid_t *segid);
@@ -350,6 +408,8 @@ struct xpmem_seg *xpmem_seg_unlink_any(struct xpmem_ctx *ctx);
 void xpmem_seg_withdraw(struct xpmem_seg *seg);
 
 /* xpmem_permit.c: access permits */
+int xpmem_permit_init(void);
+void xpmem_permit_exit(void);
 int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 	      const struct xpmem_seg_opts *opts, xpmem_apid_t *apid);
 int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd);

@@ -450,9 +450,18 @@ static int __init xpmem_init(void)
 {
 	int ret;
 
-	ret = xpmem_fault_init();
+	ret = xpmem_ctx_init();
 	if (ret)
 		return ret;
+	ret = xpmem_seg_init();
+	if (ret)
+		goto exit_ctx;
+	ret = xpmem_permit_init();
+	if (ret)
+		goto exit_seg;
+	ret = xpmem_fault_init();
+	if (ret)
+		goto exit_permit;
 	ret = xpmem_proc_init();
 	if (ret)
 		goto exit_fault;
@@ -465,6 +474,12 @@ exit_proc:
 	xpmem_proc_exit();
 exit_fault:
 	xpmem_fault_exit();
+exit_permit:
+	xpmem_permit_exit();
+exit_seg:
+	xpmem_seg_exit();
+exit_ctx:
+	xpmem_ctx_exit();
 	return ret;
 }
 
@@ -473,6 +488,9 @@ static void __exit xpmem_exit(void)
 	misc_deregister(&xpmem_dev);
 	xpmem_proc_exit();
 	xpmem_fault_exit();
+	xpmem_permit_exit();
+	xpmem_seg_exit();
+	xpmem_ctx_exit();
 }
 
 module_init(xpmem_init);

@@ -22,6 +22,17 @@
 
 static struct xpmem_id_table xpmem_permit_ids;
 
+/* The table; module load and unload (nothing is left at unload). */
+int xpmem_permit_init(void)
+{
+	return xpmem_id_table_init(&xpmem_permit_ids);
+}
+
+void xpmem_permit_exit(void)
+{
+	xpmem_id_table_destroy(&xpmem_permit_ids);
+}
+
 /**
  * xpmem_permit_lookup - find a published access permit
  * @apid: its id
@@ -47,8 +58,8 @@ static void xpmem_permit_free(struct kref *ref)
 
 	WARN_ON_ONCE(!list_empty(&permit->atts));
 	xpmem_seg_put(permit->seg);
-	kfree(permit);
 	atomic_long_dec(&xpmem_stats.permits);
+	kfree_rcu(permit, rcu);		/* lookups may still be looking */
 }
 
 /**
@@ -137,21 +148,21 @@ int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 	if (ret)
 		goto put_seg;
 
-	if (!xpmem_charge(&ctx->nr_permits, READ_ONCE(xpmem_max_permits))) {
+	if (!xpmem_user_charge(&ctx->user->nr_permits,
+			       READ_ONCE(xpmem_max_permits))) {
 		ret = -ENOSPC;
 		goto put_seg;
 	}
 	permit = kzalloc(sizeof(*permit), GFP_KERNEL_ACCOUNT);
 	if (!permit) {
-		atomic_dec(&ctx->nr_permits);
+		atomic_dec(&ctx->user->nr_permits);
 		ret = -ENOMEM;
 		goto put_seg;
 	}
-	kref_init(&permit->ref);
+	kref_init(&permit->ref);	/* GET's own, until it returns */
 	mutex_init(&permit->lock);
 	INIT_LIST_HEAD(&permit->atts);
 	INIT_LIST_HEAD(&permit->ctx_node);
-	INIT_HLIST_NODE(&permit->id.node);
 	permit->seg = seg;		/* takes over the lookup reference */
 	permit->mm = ctx->mm;
 	permit->writable = flags == XPMEM_RDWR;
@@ -161,18 +172,24 @@ int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 	/* removed since the lookup? */
 	ret = seg->ctx ? xpmem_id_publish(&xpmem_permit_ids, &permit->id,
 					  &permit->ref) : -ENOENT;
-	if (ret) {
-		mutex_unlock(&xpmem_obj_lock);
-		atomic_dec(&ctx->nr_permits);
-		xpmem_permit_put(permit);
-		return ret;
+	if (!ret) {
+		/*
+		 * Published: from the unlock on, RELEASE by another thread of
+		 * the caller's, or the close of its file, can end it; only
+		 * GET's own reference keeps it.
+		 */
+		kref_get(&permit->ref);	/* the ctx list's (RELEASE's, close's) */
+		permit->ctx = ctx;
+		list_add(&permit->ctx_node, &ctx->permits);
 	}
-	permit->ctx = ctx;
-	list_add(&permit->ctx_node, &ctx->permits);
 	mutex_unlock(&xpmem_obj_lock);
 
-	*apid = permit->id.id;
-	return 0;
+	if (!ret)
+		*apid = permit->id.id;
+	else
+		atomic_dec(&ctx->user->nr_permits);
+	xpmem_permit_put(permit);
+	return ret;
 
 put_seg:
 	xpmem_seg_put(seg);
@@ -216,7 +233,7 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
  */
 void xpmem_permit_withdraw(struct xpmem_permit *permit)
 {
-	xpmem_id_unpublish(&permit->id);
+	xpmem_id_unpublish(&xpmem_permit_ids, &permit->id);
 	mutex_lock(&permit->lock);
 	permit->released = true;
 	mutex_unlock(&permit->lock);
@@ -225,7 +242,8 @@ void xpmem_permit_withdraw(struct xpmem_permit *permit)
 /* Unlink @permit from its ctx; the caller holds xpmem_obj_lock. */
 static void xpmem_permit_unlink_locked(struct xpmem_permit *permit)
 {
-	atomic_dec(&permit->ctx->nr_permits);	/* charged to the ctx it is on */
+	/* charged to the user of the ctx it is on, until now */
+	atomic_dec(&permit->ctx->user->nr_permits);
 	list_del_init(&permit->ctx_node);
 	permit->ctx = NULL;
 }

@@ -8,12 +8,10 @@
  * attachment mirrors the part it maps (xpmem_fault.c).
  */
 #include <linux/cred.h>
-#include <linux/hash.h>
-#include <linux/hashtable.h>
 #include <linux/ipc_namespace.h>
-#include <linux/jhash.h>
 #include <linux/mm.h>
 #include <linux/nsproxy.h>
+#include <linux/rhashtable.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/user_namespace.h>
@@ -25,6 +23,52 @@
 #define XPMEM_PERMIT_MODE_MASK	0777
 
 static struct xpmem_id_table xpmem_seg_ids;
+
+/*
+ * Requested keys: one per segment at most, unique per IPC namespace,
+ * hashed by namespace, length and bytes.  A key is reserved (hashed, not
+ * live) before the segment is published and goes live after, so a
+ * collision never needs a published segment undone, and GET by key never
+ * finds a segment that is not published.  The table holds no reference:
+ * a segment leaves it when it is withdrawn (REMOVE, close) or freed.
+ * Changes are made under xpmem_key_lock; GET by key looks up under RCU
+ * (segments are freed after a grace period).
+ */
+static struct rhashtable xpmem_seg_keys;
+static DEFINE_MUTEX(xpmem_key_lock);
+
+/* The key is compared as the bytes from ns to the end of bytes[]: no holes. */
+static_assert(offsetof(struct xpmem_seg_key, len) ==
+	      sizeof(struct ipc_namespace *));
+static_assert(offsetof(struct xpmem_seg_key, bytes) ==
+	      offsetof(struct xpmem_seg_key, len) + 1);
+
+static const struct rhashtable_params xpmem_key_params = {
+	.head_offset = offsetof(struct xpmem_seg, key_node),
+	.key_offset = offsetof(struct xpmem_seg, key),
+	.key_len = offsetofend(struct xpmem_seg_key, bytes),
+	.automatic_shrinking = true,
+};
+
+/* The tables; module load and unload (nothing is left at unload). */
+int xpmem_seg_init(void)
+{
+	int ret = xpmem_id_table_init(&xpmem_seg_ids);
+
+	if (ret)
+		return ret;
+	ret = rhashtable_init(&xpmem_seg_keys, &xpmem_key_params);
+	if (ret)
+		xpmem_id_table_destroy(&xpmem_seg_ids);
+	return ret;
+}
+
+void xpmem_seg_exit(void)
+{
+	WARN_ON_ONCE(atomic_read(&xpmem_seg_keys.nelems));
+	rhashtable_destroy(&xpmem_seg_keys);
+	xpmem_id_table_destroy(&xpmem_seg_ids);
+}
 
 /**
  * xpmem_seg_lookup - find a published segment
@@ -57,8 +101,8 @@ static void xpmem_seg_free(struct kref *ref)
 	if (seg->omm)
 		mmu_notifier_put(seg->omm);
 	mmdrop(seg->mm);
-	kfree(seg);
 	atomic_long_dec(&xpmem_stats.segments);
+	kfree_rcu(seg, rcu);		/* lookups may still be looking */
 }
 
 /**
@@ -84,50 +128,29 @@ bool xpmem_seg_owner_alive(struct xpmem_seg *seg)
 	return atomic_read(&seg->mm->mm_users) > 0;
 }
 
-/*
- * Requested keys: one per segment at most, unique per IPC namespace,
- * hashed by namespace and bytes.  A key is reserved (hashed, not live)
- * before the segment is published and goes live after, so a collision
- * never needs a published segment undone, and GET by key never finds a
- * segment that is not published.  The table holds no reference: a
- * segment leaves it when it is withdrawn (REMOVE, close) or freed.
- */
-#define XPMEM_KEY_HASH_BITS	8
-static DEFINE_HASHTABLE(xpmem_seg_keys, XPMEM_KEY_HASH_BITS);
-static DEFINE_MUTEX(xpmem_key_lock);
-
-static u32 xpmem_key_hash(const struct ipc_namespace *ns, const u8 *key,
-			  u32 len)
+static void xpmem_key_fill(struct xpmem_seg_key *k, struct ipc_namespace *ns,
+			   const u8 *key, u32 len)
 {
-	return jhash(key, len, hash_ptr(ns, 32));
-}
-
-static struct xpmem_seg *xpmem_key_find_locked(const struct ipc_namespace *ns,
-					       const u8 *key, u32 len)
-{
-	struct xpmem_seg *seg;
-
-	lockdep_assert_held(&xpmem_key_lock);
-	hash_for_each_possible(xpmem_seg_keys, seg, key_node,
-			       xpmem_key_hash(ns, key, len))
-		if (seg->ipc_ns == ns && seg->key_len == len &&
-		    !memcmp(seg->key, key, len))
-			return seg;
-	return NULL;
+	memset(k, 0, sizeof(*k));
+	k->ns = ns;
+	k->len = len;
+	memcpy(k->bytes, key, len);
 }
 
 static void xpmem_key_drop_locked(struct xpmem_seg *seg)
 {
 	lockdep_assert_held(&xpmem_key_lock);
-	if (!hlist_unhashed(&seg->key_node))
-		hash_del(&seg->key_node);
-	seg->key_live = false;
+	if (seg->key_hashed)
+		rhashtable_remove_fast(&xpmem_seg_keys, &seg->key_node,
+				       xpmem_key_params);
+	seg->key_hashed = false;
+	WRITE_ONCE(seg->key_live, false);
 }
 
 /*
  * Reserve @seg's key.  A segment that holds it but whose owner has exited
  * (its file still open in another process) gives it up.
- * Return: 0 or -EEXIST.
+ * Return: 0, -EEXIST or -ENOMEM.
  */
 static int xpmem_key_reserve(struct xpmem_seg *seg)
 {
@@ -135,21 +158,28 @@ static int xpmem_key_reserve(struct xpmem_seg *seg)
 	int ret = 0;
 
 	mutex_lock(&xpmem_key_lock);
-	old = xpmem_key_find_locked(seg->ipc_ns, seg->key, seg->key_len);
+	/* in the table, hence not freed yet: that drops it under the lock */
+	old = rhashtable_lookup_fast(&xpmem_seg_keys, &seg->key,
+				     xpmem_key_params);
 	if (old && old->key_live && !xpmem_seg_owner_alive(old))
 		xpmem_key_drop_locked(old);
 	else if (old)
 		ret = -EEXIST;
-	if (!ret)
-		hash_add(xpmem_seg_keys, &seg->key_node,
-			 xpmem_key_hash(seg->ipc_ns, seg->key, seg->key_len));
+	if (!ret) {
+		ret = rhashtable_lookup_insert_fast(&xpmem_seg_keys,
+						    &seg->key_node,
+						    xpmem_key_params);
+		if (ret == -EEXIST || ret == -EBUSY || ret == -E2BIG)
+			ret = -ENOMEM;	/* not in the table a moment ago */
+		seg->key_hashed = !ret;
+	}
 	mutex_unlock(&xpmem_key_lock);
 	return ret;
 }
 
 static void xpmem_key_release(struct xpmem_seg *seg)
 {
-	if (!seg->key_len)
+	if (!seg->key.len)
 		return;
 	mutex_lock(&xpmem_key_lock);
 	xpmem_key_drop_locked(seg);
@@ -163,19 +193,21 @@ static void xpmem_key_release(struct xpmem_seg *seg)
  *
  * Only segments of the caller's IPC namespace are found.
  *
+ * Context: takes no lock but rcu_read_lock().
  * Return: the segment with a new reference, or NULL.
  */
 struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len)
 {
+	struct xpmem_seg_key k;
 	struct xpmem_seg *seg;
 
-	mutex_lock(&xpmem_key_lock);
-	seg = xpmem_key_find_locked(current->nsproxy->ipc_ns, key, key_len);
-	if (seg && seg->key_live)
-		xpmem_seg_get(seg);	/* live: the ctx list holds one */
-	else
+	xpmem_key_fill(&k, current->nsproxy->ipc_ns, key, key_len);
+	rcu_read_lock();
+	seg = rhashtable_lookup(&xpmem_seg_keys, &k, xpmem_key_params);
+	if (seg && (!READ_ONCE(seg->key_live) ||
+		    !kref_get_unless_zero(&seg->ref)))
 		seg = NULL;
-	mutex_unlock(&xpmem_key_lock);
+	rcu_read_unlock();
 	return seg;
 }
 
@@ -261,6 +293,7 @@ int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 {
 	struct mm_struct *mm = current->mm;
 	struct xpmem_seg *seg;
+	xpmem_segid_t id;
 	int ret;
 
 	if ((mode & ~XPMEM_PERMIT_MODE_MASK) || !nr ||
@@ -274,14 +307,13 @@ int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 	if (ret)
 		goto free_ranges;
 	ret = -ENOSPC;
-	if (!xpmem_charge(&ctx->nr_segs, READ_ONCE(xpmem_max_segments)))
+	if (!xpmem_user_charge(&ctx->user->nr_segs,
+			       READ_ONCE(xpmem_max_segments)))
 		goto free_ranges;
-	kref_init(&seg->ref);
+	kref_init(&seg->ref);		/* MAKE's own, until it returns */
 	mutex_init(&seg->att_lock);
 	INIT_LIST_HEAD(&seg->atts);
 	INIT_LIST_HEAD(&seg->ctx_node);
-	INIT_HLIST_NODE(&seg->id.node);
-	INIT_HLIST_NODE(&seg->key_node);
 	seg->uid = current_euid();
 	seg->gid = current_egid();
 	seg->mode = mode;
@@ -289,6 +321,8 @@ int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 	seg->user_ns = get_user_ns(current_user_ns());
 	mmgrab(mm);
 	seg->mm = mm;
+	atomic_long_inc(&xpmem_stats.segments);
+	/* From here on xpmem_seg_put() undoes everything but the charge. */
 	if (opts) {
 		seg->rdonly = opts->rdonly;
 		if (opts->auth) {
@@ -296,42 +330,45 @@ int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 			memcpy(seg->auth, opts->auth, sizeof(seg->auth));
 		}
 		if (opts->key) {
-			seg->key_len = opts->key_len;
-			memcpy(seg->key, opts->key, opts->key_len);
+			xpmem_key_fill(&seg->key, seg->ipc_ns, opts->key,
+				       opts->key_len);
 			ret = xpmem_key_reserve(seg);
 			if (ret)
-				goto free_seg;
+				goto put_seg;
 		}
 	}
 
 	ret = xpmem_id_publish(&xpmem_seg_ids, &seg->id, &seg->ref);
 	if (ret)
-		goto release_key;
-
-	/* From here on the reference is the ctx list's and the id table's. */
-	atomic_long_inc(&xpmem_stats.segments);
+		goto put_seg;
+	/*
+	 * Published: a REMOVE by a guessed or listed segid can end it at any
+	 * time from when it is on the ctx list; only MAKE's own reference
+	 * keeps it.
+	 */
+	id = seg->id.id;
 
 	mutex_lock(&xpmem_obj_lock);
+	kref_get(&seg->ref);		/* the ctx list's (REMOVE's, close's) */
 	seg->ctx = ctx;
 	list_add(&seg->ctx_node, &ctx->segs);
 	mutex_unlock(&xpmem_obj_lock);
 
-	if (seg->key_len) {
+	if (seg->key.len) {
 		mutex_lock(&xpmem_key_lock);
 		/* not if REMOVE, by a guessed segid, came first */
-		seg->key_live = !hlist_unhashed(&seg->key_node);
+		WRITE_ONCE(seg->key_live, seg->key_hashed);
 		mutex_unlock(&xpmem_key_lock);
 	}
-	*segid = seg->id.id;
+	xpmem_seg_put(seg);
+	*segid = id;
 	return 0;
 
-release_key:
-	xpmem_key_release(seg);
-free_seg:
-	mmdrop(mm);
-	put_user_ns(seg->user_ns);
-	xpmem_put_ipc_ns(seg->ipc_ns);
-	atomic_dec(&ctx->nr_segs);
+put_seg:
+	xpmem_seg_put(seg);
+	atomic_dec(&ctx->user->nr_segs);
+	return ret;
+
 free_ranges:
 	kfree(seg);
 	return ret;
@@ -365,7 +402,7 @@ int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
 void xpmem_seg_withdraw(struct xpmem_seg *seg)
 {
 	xpmem_key_release(seg);
-	xpmem_id_unpublish(&seg->id);
+	xpmem_id_unpublish(&xpmem_seg_ids, &seg->id);
 
 	mutex_lock(&seg->att_lock);
 	seg->removed = true;
@@ -375,7 +412,8 @@ void xpmem_seg_withdraw(struct xpmem_seg *seg)
 /* Unlink @seg from its ctx; the caller holds xpmem_obj_lock. */
 static void xpmem_seg_unlink_locked(struct xpmem_seg *seg)
 {
-	atomic_dec(&seg->ctx->nr_segs);	/* charged to the ctx it is on */
+	/* charged to the user of the ctx it is on, until now */
+	atomic_dec(&seg->ctx->user->nr_segs);
 	list_del_init(&seg->ctx_node);
 	seg->ctx = NULL;
 }
