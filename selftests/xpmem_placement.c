@@ -153,8 +153,12 @@ TEST_F(placement, mremap_onto_own_source_refused)
 	to = mremap(va, WIN, WIN, MREMAP_MAYMOVE | MREMAP_FIXED, src);
 	ASSERT_EQ(MAP_FAILED, to);
 	ASSERT_EQ(EINVAL, errno);
-	/* shifted by a page: still over its own source */
-	to = mremap(va, WIN, WIN, MREMAP_MAYMOVE | MREMAP_FIXED, src + PAGE);
+	/*
+	 * shifted by a page, still over its own source (and inside src:
+	 * MREMAP_FIXED unmaps its destination first)
+	 */
+	to = mremap(va, WIN - PAGE, WIN - PAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+		    src + PAGE);
 	ASSERT_EQ(MAP_FAILED, to);
 	ASSERT_EQ(EINVAL, errno);
 
