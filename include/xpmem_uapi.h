@@ -155,9 +155,9 @@ struct xpmem_ext_query {
 	__u32 fault_window_pages;	/* out: pages mapped per fault at most */
 	__u64 features;			/* out: XPMEM_EXT_KF_* */
 	__u64 commands;			/* out: XPMEM_EXT_CMD_BIT() of each */
-	__u32 max_segments;		/* out: per open of the device */
-	__u32 max_permits;		/* out: per open of the device */
-	__u32 max_attachments;		/* out: per open of the device */
+	__u32 max_segments;		/* out: per user (real uid) */
+	__u32 max_permits;		/* out: per user (real uid) */
+	__u32 max_attachments;		/* out: per user (real uid) */
 	__u32 reserved0;		/* in: 0 */
 	__u64 reserved[4];		/* in: 0 */
 };

@@ -344,6 +344,29 @@ TEST_F(ext, attach_fixed_at_the_address)
 }
 
 /*
+ * /proc/sys/kernel/numa_balancing, to @v; the old value, or -1.  NUMA
+ * hinting (on in the debug kernel) changes the owner's protections now and
+ * then, and an attachment mirrors that with a zap: a pass that must take
+ * no fault is measured without it.
+ */
+static int numa_balancing_set(int v)
+{
+	FILE *f = fopen("/proc/sys/kernel/numa_balancing", "r+");
+	int old = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &old) != 1)
+		old = -1;
+	if (old >= 0 && v >= 0) {
+		rewind(f);
+		fprintf(f, "%d\n", v);
+	}
+	fclose(f);
+	return old;
+}
+
+/*
  * POPULATE in another process: the first pass takes no fault at all, and
  * reads the owner's bytes; POPULATE_WRITE: a write pass takes none either.
  */
@@ -351,8 +374,8 @@ static void populate_child(xpmem_segid_t segid, unsigned int flags, int write)
 {
 	struct xpmem_ext_attach a;
 	long faults, mk;
+	int fd, numa;
 	char *p;
-	int fd;
 
 	fd = xp_open();
 	if (fd < 0)
@@ -367,6 +390,7 @@ static void populate_child(xpmem_segid_t segid, unsigned int flags, int write)
 	/* populating took at least one fault per 2 MiB window */
 	if (stat_read("faults") - faults < 2)
 		_exit(13);
+	numa = numa_balancing_set(0);
 	faults = stat_read("faults");
 	mk = stat_read("mkwrite_fast");
 	if (check(p, LEN, 31))
@@ -374,7 +398,10 @@ static void populate_child(xpmem_segid_t segid, unsigned int flags, int write)
 	if (write)
 		for (size_t i = 0; i < LEN; i += PAGE)
 			p[i] = (char)(i / PAGE);
-	if (stat_read("faults") != faults || stat_read("mkwrite_fast") != mk)
+	faults = stat_read("faults") - faults;
+	mk = stat_read("mkwrite_fast") - mk;
+	numa_balancing_set(numa);
+	if (faults || mk)
 		_exit(15);
 	_exit(0);
 }
@@ -406,29 +433,6 @@ TEST_F(ext, attach_populate_write_then_no_faults)
  * EXT_ATTACH with POPULATE through @apid, then a read pass: 0 if it read
  * the fixture's bytes without a fault, else a step number.
  */
-/*
- * /proc/sys/kernel/numa_balancing, to @v; the old value, or -1.  NUMA
- * hinting (on in the debug kernel) changes the owner's protections now and
- * then, and an attachment mirrors that with a zap: a pass that must take
- * no fault is measured without it.
- */
-static int numa_balancing_set(int v)
-{
-	FILE *f = fopen("/proc/sys/kernel/numa_balancing", "r+");
-	int old = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &old) != 1)
-		old = -1;
-	if (old >= 0 && v >= 0) {
-		rewind(f);
-		fprintf(f, "%d\n", v);
-	}
-	fclose(f);
-	return old;
-}
-
 static int populated_read_takes_no_fault(int fd, xpmem_apid_t apid)
 {
 	struct xpmem_ext_attach a = whole(apid, XPMEM_EXT_ATTACH_POPULATE);
