@@ -117,6 +117,11 @@ static void xpmem_att_drop(struct xpmem_att *att)
 	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
 }
 
+/*
+ * The worker of an attachment's end.  Waits (uninterruptibly) for the
+ * owner's invalidations that are calling its notifiers; runs on its own
+ * queue, holds no lock, and no callback or fault waits for it.
+ */
 static void xpmem_att_unmirror_work(struct work_struct *work)
 {
 	struct xpmem_att *att = container_of(work, struct xpmem_att,
@@ -148,7 +153,7 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 	 * get_user_pages() and hmm_range_fault() away.
 	 */
 	/* never over the source range it mirrors (xpmem_fault.c) */
-	if (xpmem_att_maps_itself(att, vma->vm_mm, vma->vm_start, att->offset,
+	if (xpmem_att_maps_itself(att->seg, vma->vm_mm, vma->vm_start, att->offset,
 				  att->size))
 		return -EADDRNOTAVAIL;
 	vm_flags_set(vma, VM_MIXEDMAP | VM_IO | VM_DONTEXPAND | VM_DONTCOPY |
@@ -194,28 +199,6 @@ static const struct file_operations xpmem_att_fops = {
 };
 
 /*
- * Whether [@addr, @addr + @size) overlaps an owner range that segment
- * offsets [@offset, @offset + @size) map.
- */
-static bool xpmem_seg_maps_into(struct xpmem_seg *seg, unsigned long offset,
-				unsigned long size, unsigned long addr)
-{
-	unsigned int i = xpmem_seg_range_index(seg, offset);
-	unsigned long end = offset + size;
-
-	for (; i < seg->nr_ranges && seg->ranges[i].off < end; i++) {
-		const struct xpmem_seg_range *r = &seg->ranges[i];
-		unsigned long lo = max(offset, r->off);
-		unsigned long hi = min(end, r->off + r->len);
-		unsigned long src = xpmem_range_oaddr(r, lo);
-
-		if (addr < src + (hi - lo) && src < addr + size)
-			return true;
-	}
-	return false;
-}
-
-/*
  * A fixed attach address must not cover an existing attachment (it would
  * silently detach it) or, in the owner's own process, the source ranges
  * the attachment would map (it would map itself).
@@ -229,7 +212,7 @@ static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
 
 	if (addr + size < addr || addr + size > mm->task_size)
 		return -EINVAL;
-	if (seg->mm == mm && xpmem_seg_maps_into(seg, offset, size, addr))
+	if (xpmem_att_maps_itself(seg, mm, addr, offset, size))
 		return -EINVAL;
 
 	mmap_read_lock(mm);

@@ -367,8 +367,8 @@ static bool xpmem_att_mapped_test_clear(struct xpmem_att *att,
 /* ---- placement ---------------------------------------------------------- */
 
 /**
- * xpmem_att_maps_itself - would @att at @addr mirror its own mapping?
- * @att: the attachment
+ * xpmem_att_maps_itself - would a mapping of @seg at @addr mirror itself?
+ * @seg: the attachment's segment
  * @mm: the mm the mapping is placed in
  * @addr: its address
  * @off: the segment offset it maps at @addr
@@ -380,11 +380,10 @@ static bool xpmem_att_mapped_test_clear(struct xpmem_att *att,
  * while the core holds its i_mmap_rwsem (see "zapping" above).  Checked
  * wherever a mapping is placed: mmap, mremap and split.
  */
-bool xpmem_att_maps_itself(struct xpmem_att *att, struct mm_struct *mm,
+bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 			   unsigned long addr, unsigned long off,
 			   unsigned long len)
 {
-	const struct xpmem_seg *seg = att->seg;
 	unsigned long end = off + len;
 	unsigned int i;
 
@@ -1683,18 +1682,29 @@ static void xpmem_att_vma_close(struct vm_area_struct *vma)
 /* The whole of @vma, were it placed where it is: does it mirror itself? */
 static bool xpmem_vma_maps_itself(struct vm_area_struct *vma)
 {
-	return xpmem_att_maps_itself(vma->vm_private_data, vma->vm_mm,
+	struct xpmem_att *att = vma->vm_private_data;
+
+	return xpmem_att_maps_itself(att->seg, vma->vm_mm,
 				     vma->vm_start, vma->vm_pgoff << PAGE_SHIFT,
 				     vma->vm_end - vma->vm_start);
 }
 
-/* mremap() placed a piece of an attachment: never over its own source. */
+/*
+ * mremap() placed a piece of an attachment: never over its own source.
+ * Called under the attacher's mmap_lock (write) and possibly the
+ * attachment's i_mmap_rwsem (rmap locks); takes nothing and waits for
+ * nothing.  The refused move is undone by the core, which moves the page
+ * tables back over the old range: that invalidation finds no mapped
+ * offsets there for any attachment of this one's VMA, so nobody waits.
+ */
 static int xpmem_att_vma_mremap(struct vm_area_struct *vma)
 {
 	return xpmem_vma_maps_itself(vma) ? -EINVAL : 0;
 }
 
 /*
+ * Called under the attacher's mmap_lock (write), before the split takes
+ * any i_mmap_rwsem; takes and waits for nothing.
  * A split keeps addresses, so it cannot create a self-mirror; refusing one
  * that exists anyway keeps the core from invalidating the attachment under
  * its own i_mmap_rwsem should a placement check ever be missed.

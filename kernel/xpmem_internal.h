@@ -441,7 +441,7 @@ void xpmem_fault_defer(struct work_struct *work);
 void xpmem_att_mapped_init(struct xpmem_att *att);
 int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
 void xpmem_att_mapped_destroy(struct xpmem_att *att);
-bool xpmem_att_maps_itself(struct xpmem_att *att, struct mm_struct *mm,
+bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 			   unsigned long addr, unsigned long off,
 			   unsigned long len);
 void xpmem_revoke_read_lock(void);
