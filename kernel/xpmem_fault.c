@@ -17,7 +17,9 @@
  * invalidate its window:
  *   lock the owner's mmap_lock (see below), check the owner VMA
  *   register the fault's window on att->faults
- *   seq = mmu_interval_read_begin(); hmm_range_fault() over the window
+ *   wait for invalidations in progress that may have missed the window
+ *   hmm_range_fault() over the window; an invalidation that overlaps the
+ *   window stops it (the window's own sequence) and the fault starts over
  *   lock att->lock; if an invalidation overlapped the window: start over
  *   insert PTEs; unlock; unlock the owner
  * An invalidation marks only the faults whose window it overlaps, so a
@@ -98,13 +100,26 @@
  */
 #define XPMEM_FAULT_MAX_RETRIES	8
 
-/* A fault's owner range [start, end), on att->faults while it resolves. */
+/*
+ * A fault's owner range [start, end), on att->faults while it resolves.
+ * @changes is never inserted in an interval tree: it is the sequence
+ * hmm_range_fault() tests between its steps (and takes the owner's mm
+ * from).  It starts at 0, and the invalidate callback sets it to 1 when
+ * an invalidation overlaps the window, so every such invalidation stops
+ * the walk - also while the owner keeps some invalidation in progress
+ * without pause, when the mirror's own sequence no longer moves.
+ */
 struct xpmem_fault_win {
 	struct list_head node;
 	unsigned long start;
 	unsigned long end;
-	bool stale;		/* an invalidation overlapped it */
+	struct mmu_interval_notifier changes;
 };
+
+static bool xpmem_fault_win_stale(struct xpmem_fault_win *win)
+{
+	return mmu_interval_check_retry(&win->changes, 0);
+}
 
 /*
  * How long a fault that cannot drop the attacher's mmap_lock (GUP without
@@ -614,26 +629,25 @@ static bool xpmem_omm_busy(struct xpmem_omm *omm, unsigned long start,
 }
 
 /*
- * The sequence a fault over owner [@start, @end) of mirror @m starts
- * from, once no invalidation that may have missed its listed window is
- * in progress.  Killable: an owner that invalidates the range without
- * pause delays the fault, but a fatal signal ends the wait.
+ * Wait until no invalidation that may have missed the listed window of a
+ * fault over owner [@start, @end) of mirror @m is in progress; the ones
+ * that come later mark the window.  Killable: an owner that invalidates
+ * the range without pause delays the fault, but a fatal signal ends the
+ * wait.
  *
- * Return: 0 with *@seq set, or -EINTR.
+ * Return: 0, or -EINTR.
  */
-static int xpmem_fault_read_begin(struct xpmem_mirror *m, unsigned long start,
-				  unsigned long end, unsigned long *seq)
+static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
+				    unsigned long start, unsigned long end)
 {
 	struct xpmem_omm *omm = m->att->omm;
 
 	if (READ_ONCE(omm->lost)) {
-		*seq = mmu_interval_read_begin(&m->notifier);
+		mmu_interval_read_begin(&m->notifier);
 		return 0;
 	}
 	if (wait_event_killable(omm->wq, !xpmem_omm_busy(omm, start, end)))
 		return -EINTR;
-	/* hmm_range_fault() compares it: -EBUSY on our callback since */
-	*seq = READ_ONCE(m->notifier.invalidate_seq);
 	return 0;
 }
 
@@ -652,7 +666,7 @@ static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
 	lockdep_assert_held(&att->lock);
 	list_for_each_entry(win, &att->faults, node)
 		if (win->start < end && start < win->end)
-			win->stale = true;
+			mmu_interval_set_seq(&win->changes, 1);
 	for (i = 0; i < XPMEM_WOK_SLOTS; i++)
 		if (att->wok[i].oaddr >= start && att->wok[i].oaddr < end)
 			att->wok[i].oaddr = 0;
@@ -1261,7 +1275,6 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	m = xpmem_fault_mirror(vmf, &oaddr);
 	if (!m)
 		return VM_FAULT_SIGBUS;
-	range.notifier = &m->notifier;
 	ovma = vma_lookup(owner, oaddr);
 	if (!ovma || !xpmem_vma_mirrorable(ovma))
 		return kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
@@ -1285,25 +1298,26 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	range.end = range.start + (npages << PAGE_SHIFT);
 	win.start = range.start;
 	win.end = range.end;
+	win.changes.mm = owner;
+	range.notifier = &win.changes;
+	range.notifier_seq = 0;
 
 	/*
-	 * Listed before the sequence is read: an invalidation that marked
-	 * nothing because it came earlier is still waited for by
-	 * mmu_interval_read_begin() if it has not finished.
+	 * Listed before the wait: an invalidation that marked nothing because
+	 * it came earlier is still waited for if it has not finished.
 	 */
 	mutex_lock(&att->lock);
 	list_add(&win.node, &att->faults);
 	mutex_unlock(&att->lock);
 again:
-	if (xpmem_fault_read_begin(m, win.start, win.end,
-				   &range.notifier_seq)) {
+	if (xpmem_fault_wait_settled(m, win.start, win.end)) {
 		ret = VM_FAULT_SIGBUS;		/* killed */
 		goto unlist;
 	}
 	memset(pfns, 0, npages * sizeof(*pfns));
 	pfns[fidx] = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
 	err = hmm_range_fault(&range);
-	if (err == -EBUSY)		/* any invalidation of the attachment */
+	if (err == -EBUSY)		/* an invalidation marked the window */
 		goto retry;
 	if (err) {
 		ret = err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
@@ -1326,7 +1340,7 @@ again:
 	}
 
 	mutex_lock(&att->lock);
-	if (win.stale) {
+	if (xpmem_fault_win_stale(&win)) {
 		mutex_unlock(&att->lock);
 		if (kind == XPMEM_FAULT_PMD)
 			mutex_unlock(&att->pt_lock);
@@ -1369,7 +1383,7 @@ retry:
 	}
 	cond_resched();
 	mutex_lock(&att->lock);
-	win.stale = false;
+	mmu_interval_set_seq(&win.changes, 0);
 	mutex_unlock(&att->lock);
 	goto again;
 

@@ -43,6 +43,7 @@ FIXTURE_VARIANT(storm)
 	bool write;		/* the attacher writes */
 	bool churn;		/* the attacher attaches and detaches */
 	int threads;		/* 0: 16 */
+	bool one_page;		/* everyone on the first 64 KiB */
 };
 
 FIXTURE_VARIANT_ADD(storm, dontneed_read) { .advice = MADV_DONTNEED };
@@ -50,6 +51,14 @@ FIXTURE_VARIANT_ADD(storm, dontneed_write) {
 	.advice = MADV_DONTNEED, .write = true,
 };
 FIXTURE_VARIANT_ADD(storm, mprotect_read) { .advice = -1 };
+/*
+ * The attacher faults one page while every owner thread discards the
+ * 64 KiB around it: some invalidation of the owner is always in
+ * progress, and the page a fault brings in is discarded again at once.
+ */
+FIXTURE_VARIANT_ADD(storm, dontneed_one_page) {
+	.advice = MADV_DONTNEED, .one_page = true,
+};
 FIXTURE_VARIANT_ADD(storm, dontneed_attach_detach) {
 	.advice = MADV_DONTNEED, .churn = true,
 };
@@ -58,6 +67,7 @@ struct storm_arg {
 	FIXTURE_DATA(storm) *self;
 	int advice;
 	int idx;
+	bool one_page;
 };
 
 static struct storm_arg storm_args[STORM_THREADS];
@@ -69,13 +79,14 @@ static void *storm_thread(void *p)
 
 	while (!atomic_load(&a->self->stop)) {
 		/* each thread a 64 KiB slice, all of them the whole range */
-		size_t off = (a->idx * 16 * PAGE) % LEN;
+		size_t off = a->one_page ? 0 : (a->idx * 16 * PAGE) % LEN;
 
 		if (a->advice >= 0) {
 			/* memory to discard: every invalidation has work */
 			memset(buf + off, 'x', 16 * PAGE);
 			madvise(buf + off, 16 * PAGE, a->advice);
-			madvise(buf, LEN, a->advice);
+			if (!a->one_page)
+				madvise(buf, LEN, a->advice);
 		} else {
 			mprotect(buf + off, 16 * PAGE, PROT_READ);
 			mprotect(buf + off, 16 * PAGE, PROT_READ | PROT_WRITE);
@@ -137,7 +148,8 @@ static void attacher_churn(xpmem_segid_t segid, int wr)
 }
 
 /* The attacher: fault the whole attachment over and over, forever. */
-static void attacher_loop(xpmem_segid_t segid, bool write, int wr)
+static void attacher_loop(xpmem_segid_t segid, bool write, size_t len,
+			  int wr)
 {
 	volatile char *p;
 	xpmem_apid_t apid;
@@ -150,7 +162,7 @@ static void attacher_loop(xpmem_segid_t segid, bool write, int wr)
 	if (send_msg(wr, "s", 1))
 		_exit(2);
 	for (;;) {
-		for (i = 0; i < LEN; i += PAGE) {
+		for (i = 0; i < len; i += PAGE) {
 			if (write)
 				p[i] = 'a';
 			else
@@ -176,7 +188,8 @@ TEST_F_TIMEOUT(storm, sigkill_ends_faulting_attacher, 180)
 		chan_child(&c);
 		if (variant->churn)
 			attacher_churn(segid, c.to_parent[1]);
-		attacher_loop(segid, variant->write, c.to_parent[1]);
+		attacher_loop(segid, variant->write,
+			      variant->one_page ? PAGE : LEN, c.to_parent[1]);
 	}
 	chan_parent(&c);
 	ASSERT_EQ(0, recv_msg(c.to_parent[0], &b, 1));
@@ -184,6 +197,7 @@ TEST_F_TIMEOUT(storm, sigkill_ends_faulting_attacher, 180)
 	for (i = 0; i < (variant->threads ? variant->threads : 16); i++) {
 		storm_args[i] = (struct storm_arg){
 			.self = self, .advice = variant->advice, .idx = i,
+			.one_page = variant->one_page,
 		};
 		ASSERT_EQ(0, pthread_create(&self->th[i], NULL, storm_thread,
 					    &storm_args[i]));
