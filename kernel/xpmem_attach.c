@@ -181,7 +181,7 @@ static int xpmem_att_release(struct inode *inode, struct file *file)
 	refcount_set(&att->free_ref, 2);
 	init_completion(&att->unmirrored);
 	INIT_WORK(&att->free_work, xpmem_att_unmirror_work);
-	xpmem_fault_defer(&att->free_work);
+	xpmem_mirror_defer(&att->free_work);
 	/* killed: the worker finishes alone and frees @att */
 	if (wait_for_completion_killable(&att->unmirrored))
 		pr_debug("xpmem: attachment end left to its worker\n");

@@ -1,78 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xpmem_fault.c - the mirror: attacher page faults and their invalidation
+ * xpmem_fault.c - attacher page faults, and the VMAs they happen in
  *
- * Every attachment registers an mmu_interval_notifier over each owner
- * range it maps (struct xpmem_mirror: one, or one per buffer of a
- * vectored segment that it covers), so invalidations of owner memory
- * nobody attached never reach this module, and overlapping attachments
- * are found through the core's interval tree.  A fault window never
- * crosses from one mirror into the next; all mirrors of an attachment
- * share its notifier lock, att->lock.
- *
- * The fault handler mirrors the owner's page tables (the HMM pattern),
- * with the owner's mmap_lock held for reading throughout, so that the
- * owner's mmap, munmap, mprotect and mremap (which change VMAs under the
- * lock taken for writing) cannot change the VMA a fault resolves in, nor
- * invalidate its window:
- *   lock the owner's mmap_lock (see below), check the owner VMA
- *   register the fault's window on att->faults
- *   wait for invalidations in progress that may have missed the window
- *   hmm_range_fault() over the window; an invalidation that overlaps the
- *   window stops it (the window's own sequence) and the fault starts over
- *   lock att->lock; if an invalidation overlapped the window: start over
- *   insert PTEs; unlock; unlock the owner
- * An invalidation marks only the faults whose window it overlaps, so a
- * whole-address-space attachment does not lose its faults to unrelated
- * owner activity (madvise, reclaim, NUMA hinting elsewhere).
- * No page is pinned beyond the PTE.  Every PTE is a special PFN PTE (as
- * vmf_insert_mixed() makes on a VM_MIXEDMAP | VM_IO VMA; the window is
- * filled under one page table lock with apply_to_page_range()):
- * get_user_pages() never finds the owner's page through an attachment, so
- * nothing outlives an invalidation or a REMOVE.
- *
- * Writable attachments use write notification.  A read fault maps its
- * window read-only; the first write to each page goes through
- * ->pfn_mkwrite, which makes the owner's page writable (breaking COW in
- * the owner if needed), marks the owner's folio dirty and accessed, and
- * only then lets the core make the PTE writable.  A write fault makes the
- * owner's faulting page writable the same way and gives write access at
- * once to every page of its window the owner maps writable, their folios
- * dirtied first.  An attacher therefore never writes into a page the
- * owner maps read-only, and reclaim never discards a page an attacher
- * wrote.  A write ->fault that found the owner's page writable remembers
- * it (att->wok) until an invalidation touches it, so that a ->pfn_mkwrite
- * on a PTE another thread mapped read-only meanwhile needs no owner lock.
- *
- * Huge mappings (6.12, compat.h): when the owner maps a 2 MiB range with
- * one PMD (a THP, a hugetlb page, or part of a 1 GiB one) at an address
- * congruent modulo 2 MiB with the attacher's, ->huge_fault maps it with
- * one special PMD, writable at once on a write fault whose owner PMD is
- * writable (the owner's folio is dirtied first, as for ->pfn_mkwrite);
- * anything else falls back to PTEs.  An invalidation of any part of it
- * clears the whole PMD (the core "splits" a special PMD by clearing it).
- * Page table pages of an attachment are only allocated under
- * att->pt_lock, which huge PMD insertion also holds, so a PMD slot never
- * turns from empty into a PTE table under an insertion that checked it;
- * PTE insertion, under att->lock like PMD insertion, skips a slot that
- * holds a huge PMD.  Attach addresses the caller leaves to the kernel are
- * chosen congruent with the owner's modulo 2 MiB.
- *
- * Two mmap_locks are only ever nested in address order (struct mm_struct
- * with the lower address first).  A fault whose attacher mm comes first
- * simply waits for the owner's lock.  One whose owner comes first must not
- * wait while holding the attacher's lock (another fault, or a queued
- * writer behind which our own readers wait, would close an ABBA cycle): it
- * tries once, and if that fails drops the attacher's lock, takes both in
- * order, looks the attachment up again and resolves the fault (the core
- * uses only the mm, never the VMA, once ->fault returns).  ->pfn_mkwrite
- * cannot drop the lock: it zaps the page and
- * returns VM_FAULT_NOPAGE, so that the access comes back as a write
- * ->fault, which can.
+ * A fault resolves a window around the faulting page (at most
+ * fault_window_pages pages, or one PMD for ->huge_fault) in the owner's
+ * mm with hmm_range_fault(), holding the owner's mmap_lock for reading,
+ * until no invalidation overlapped the window (xpmem_fault_lock_stable(),
+ * with xpmem_mirror.c's windows), then commits it under att->lock in one
+ * short step: PTEs, a PTE made writable, or a PMD (xpmem_fault_commit()).
+ * Every PTE is a special PFN PTE, so get_user_pages() never finds an
+ * owner page through an attachment and nothing outlives an invalidation;
+ * a page the owner maps read-only is never written through one.  The two
+ * mmap_locks nest only as xpmem_internal.h says.  The whole story is in
+ * docs/design.md, "Mirror, do not pin" and what follows it.
  */
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/hash.h>
 #include <linux/hmm.h>
 #include <linux/jiffies.h>
 #include <linux/magic.h>
@@ -85,7 +28,6 @@
 #include <linux/sched/signal.h>
 #include <linux/swap.h>
 #include <linux/slab.h>
-#include <linux/workqueue.h>
 
 #include "xpmem_internal.h"
 #include "compat.h"
@@ -94,32 +36,11 @@
 #define XPMEM_FAULT_STACK_PAGES	32
 
 /*
- * Sequence retries inside one fault before it gives the CPU back by
- * returning VM_FAULT_NOPAGE (the access is simply repeated): an owner that
- * keeps changing the attached range cannot make a fault spin forever.
+ * Attempts inside one fault before it gives the CPU back by returning
+ * VM_FAULT_NOPAGE (the access is simply repeated): an owner that keeps
+ * changing the attached range cannot make a fault spin forever.
  */
 #define XPMEM_FAULT_MAX_RETRIES	8
-
-/*
- * A fault's owner range [start, end), on att->faults while it resolves.
- * @changes is never inserted in an interval tree: it is the sequence
- * hmm_range_fault() tests between its steps (and takes the owner's mm
- * from).  It starts at 0, and the invalidate callback sets it to 1 when
- * an invalidation overlaps the window, so every such invalidation stops
- * the walk - also while the owner keeps some invalidation in progress
- * without pause, when the mirror's own sequence no longer moves.
- */
-struct xpmem_fault_win {
-	struct list_head node;
-	unsigned long start;
-	unsigned long end;
-	struct mmu_interval_notifier changes;
-};
-
-static bool xpmem_fault_win_stale(struct xpmem_fault_win *win)
-{
-	return mmu_interval_check_retry(&win->changes, 0);
-}
 
 /*
  * How long a fault that cannot drop the attacher's mmap_lock (GUP without
@@ -140,613 +61,12 @@ MODULE_PARM_DESC(huge_mappings,
 		 "Map owner PMD mappings (THP, hugetlb) with one PMD in attachments, and choose 2 MiB-congruent attach addresses (default Y)");
 #endif
 
-static struct workqueue_struct *xpmem_zap_wq;
-
-/* Attachment ends that may wait for the owner (xpmem_attach.c). */
-static struct workqueue_struct *xpmem_free_wq;
-
 /*
  * Mapped instead of the shared zero page, which vmf_insert_mixed()
  * refuses in writable mappings: reads of memory the owner never wrote see
  * zeroes and allocate nothing in the owner.  Read-only, never written.
  */
 static struct page *xpmem_zero_page;
-
-/* ---- zapping ------------------------------------------------------------ */
-
-/*
- * Zapping attacher PTEs calls the attacher mm's own mmu notifiers.  From
- * inside the owner's notifier callback that would nest two
- * invalidate_range_start sections in one task (lockdep reports it as
- * recursion), and the attachment VMAs being zapped may themselves lie in a
- * range some attachment mirrors, which would call back into this file.  So
- * every zap runs in this worker, and the callback ignores invalidations the
- * worker causes: they only ever hit attachment VMAs, and a fault never
- * mirrors an attachment VMA (xpmem_vma_mirrorable()), so there is nothing
- * to invalidate.  WQ_MEM_RECLAIM: the callback runs in reclaim.
- *
- * What the worker needs, and why waiting for it from a notifier callback
- * is safe: unmap_mapping_range() takes the i_mmap_rwsem of the attachment
- * being zapped (for reading) and the attacher's page table locks, nothing
- * else.  The core calls notifiers holding an mmap_lock, folio locks, the
- * i_mmap_rwsem of the files whose folios it unmaps, and - when it splits
- * or moves the VMA of an attachment X - X's i_mmap_rwsem, over X's own
- * addresses.  A callback waits only when its attachment may have a PTE
- * in the invalidated range (xpmem_att_mapped_test_clear()), and no
- * attachment ever has a PTE for an address where an attachment VMA lies
- * (the fault refuses those VMAs, and an invalidation clears the range
- * before any attachment VMA can be placed there).  So the callback never
- * waits for an i_mmap_rwsem the core holds: not X's own (an attachment
- * never mirrors its own VMA, xpmem_att_maps_itself() is checked at every
- * placement), and not Y's when two processes split attachments of each
- * other at once (neither has a PTE for the other's attachment VMA).
- * xpmem_att_zap() asserts the first under lockdep.
- */
-struct xpmem_zap_req {
-	struct work_struct work;
-	struct completion done;
-	struct xpmem_att *att;
-	unsigned long offset;
-	unsigned long len;
-};
-
-static void xpmem_zap_work(struct work_struct *work)
-{
-	struct xpmem_zap_req *req =
-		container_of(work, struct xpmem_zap_req, work);
-
-	unmap_mapping_range(req->att->inode->i_mapping, req->offset,
-			    req->len, 1);
-	complete(&req->done);	/* req lives on the waiter's stack */
-}
-
-/*
- * Tells invalidations the worker causes by its context, not by their
- * range: right because the worker never reclaims (unmap_mapping_range()
- * gathers pages with GFP_NOWAIT), so no unrelated invalidation can run in
- * it.
- */
-static bool xpmem_in_zap_worker(void)
-{
-	struct work_struct *work = current_work();
-
-	return work && work->func == xpmem_zap_work;
-}
-
-/**
- * xpmem_att_zap - remove an attachment's PTEs over part of it
- * @att: the attachment
- * @offset: segment offset, page aligned
- * @len: bytes; 0 means to the end
- *
- * The next access faults.  Waits for the zap worker, which needs the
- * attachment's i_mmap_rwsem: the caller must not hold it (lockdep checks).
- *
- * Context: may sleep; no att->lock held.
- */
-void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
-		   unsigned long len)
-{
-	struct xpmem_zap_req req = {
-		.att = att, .offset = offset, .len = len,
-	};
-
-	lockdep_assert_not_held(&att->inode->i_mapping->i_mmap_rwsem);
-	init_completion(&req.done);
-	INIT_WORK_ONSTACK(&req.work, xpmem_zap_work);
-	queue_work(xpmem_zap_wq, &req.work);
-	wait_for_completion(&req.done);
-	destroy_work_on_stack(&req.work);
-}
-
-/* ---- what an attachment may have mapped --------------------------------- */
-
-struct xpmem_mapped_block {
-	DECLARE_BITMAP(bits, XPMEM_MAPPED_BLOCK);
-};
-
-/**
- * xpmem_att_mapped_init - an attachment with nothing mapped yet
- * @att: the new attachment
- */
-void xpmem_att_mapped_init(struct xpmem_att *att)
-{
-	xa_init(&att->mapped);
-}
-
-/**
- * xpmem_att_mapped_destroy - free the bitmaps of an attachment
- * @att: an attachment whose notifiers are removed
- */
-void xpmem_att_mapped_destroy(struct xpmem_att *att)
-{
-	struct xpmem_mapped_block *b;
-	unsigned long idx;
-
-	xa_for_each(&att->mapped, idx, b)
-		kfree(b);
-	xa_destroy(&att->mapped);
-}
-
-/*
- * Make sure the bitmaps of segment offsets [@off, @off + @len) exist, so
- * that marking them under att->lock allocates nothing.  Bitmaps stay until
- * the attachment goes: 64 bytes per 2 MiB it ever mapped.
- */
-static int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
-				    unsigned long len)
-{
-	unsigned long first = (off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK;
-	unsigned long last = ((off + len - 1) >> PAGE_SHIFT) /
-			     XPMEM_MAPPED_BLOCK;
-	struct xpmem_mapped_block *b;
-	unsigned long i;
-	int err;
-
-	for (i = first; i <= last; i++) {
-		if (xa_load(&att->mapped, i))
-			continue;
-		b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
-		if (!b)
-			return -ENOMEM;
-		err = xa_insert(&att->mapped, i, b, GFP_KERNEL_ACCOUNT);
-		if (err)
-			kfree(b);
-		if (err && err != -EBUSY)	/* -EBUSY: another fault's */
-			return err;
-	}
-	return 0;
-}
-
-/*
- * Call @fn on each block's part of segment offsets [@off, @off + @len):
- * the block, the first bit and the number of bits.  Return: whether any
- * call returned true.
- */
-static bool xpmem_att_mapped_walk(struct xpmem_att *att, unsigned long off,
-				  unsigned long len,
-				  bool (*fn)(struct xpmem_mapped_block *b,
-					     unsigned int bit,
-					     unsigned int nr))
-{
-	unsigned long pg = off >> PAGE_SHIFT;
-	unsigned long end = (off + len - 1) >> PAGE_SHIFT;	/* last */
-	unsigned long first = pg / XPMEM_MAPPED_BLOCK;
-	unsigned long last = end / XPMEM_MAPPED_BLOCK;
-	struct xpmem_mapped_block *b;
-	unsigned long idx;
-	bool any = false;
-
-	lockdep_assert_held(&att->lock);
-	xa_for_each_range(&att->mapped, idx, b, first, last) {
-		unsigned long lo = max(pg, idx * XPMEM_MAPPED_BLOCK);
-		unsigned long hi = min(end, idx * XPMEM_MAPPED_BLOCK +
-					    XPMEM_MAPPED_BLOCK - 1);
-
-		any |= fn(b, lo % XPMEM_MAPPED_BLOCK, hi - lo + 1);
-	}
-	return any;
-}
-
-static bool xpmem_mapped_set_fn(struct xpmem_mapped_block *b,
-				unsigned int bit, unsigned int nr)
-{
-	bitmap_set(b->bits, bit, nr);
-	return true;
-}
-
-static bool xpmem_mapped_clear_fn(struct xpmem_mapped_block *b,
-				  unsigned int bit, unsigned int nr)
-{
-	bool any = find_next_bit(b->bits, bit + nr, bit) < bit + nr;
-
-	if (any)
-		bitmap_clear(b->bits, bit, nr);
-	return any;
-}
-
-/*
- * Segment offsets [@off, @off + @len) are about to get PTEs or a PMD.
- * Under att->lock, with xpmem_att_mapped_prepare() done: a missing
- * bitmap is a bug (WARN), and the insertion is then refused.
- */
-static bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
-				 unsigned long len)
-{
-	unsigned long blocks = (((off + len - 1) >> PAGE_SHIFT) /
-				XPMEM_MAPPED_BLOCK) -
-			       ((off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK) + 1;
-	unsigned long idx, n = 0;
-	struct xpmem_mapped_block *b;
-
-	xa_for_each_range(&att->mapped, idx, b,
-			  (off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK,
-			  ((off + len - 1) >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK)
-		n++;
-	if (WARN_ON_ONCE(n != blocks))
-		return false;
-	xpmem_att_mapped_walk(att, off, len, xpmem_mapped_set_fn);
-	return true;
-}
-
-/*
- * Whether segment offsets [@off, @off + @len) may have a PTE or PMD; they
- * are forgotten (the caller zaps them).  Under att->lock.
- */
-static bool xpmem_att_mapped_test_clear(struct xpmem_att *att,
-					unsigned long off, unsigned long len)
-{
-	return xpmem_att_mapped_walk(att, off, len, xpmem_mapped_clear_fn);
-}
-
-/* ---- placement ---------------------------------------------------------- */
-
-/**
- * xpmem_att_maps_itself - would a mapping of @seg at @addr mirror itself?
- * @seg: the attachment's segment
- * @mm: the mm the mapping is placed in
- * @addr: its address
- * @off: the segment offset it maps at @addr
- * @len: its length
- *
- * True when @mm is the segment owner's and [@addr, @addr + @len) overlaps
- * an owner range that segment offsets [@off, @off + @len) mirror.  Such a
- * mapping must never exist: its own split or move would invalidate it
- * while the core holds its i_mmap_rwsem (see "zapping" above).  Checked
- * wherever a mapping is placed: mmap, mremap and split.
- */
-bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
-			   unsigned long addr, unsigned long off,
-			   unsigned long len)
-{
-	unsigned long end = off + len;
-	unsigned int i;
-
-	if (mm != seg->mm)
-		return false;
-	for (i = xpmem_seg_range_index(seg, off);
-	     i < seg->nr_ranges && seg->ranges[i].off < end; i++) {
-		const struct xpmem_seg_range *r = &seg->ranges[i];
-		unsigned long lo = max(off, r->off);
-		unsigned long hi = min(end, r->off + r->len);
-		unsigned long src = xpmem_range_oaddr(r, lo);
-
-		if (addr < src + (hi - lo) && src < addr + len)
-			return true;
-	}
-	return false;
-}
-
-/* ---- revocation of copies ----------------------------------------------- */
-
-/*
- * Copies (xpmem_copy.c) move bytes between pinned owner pages and the
- * caller's buffers one batch at a time, each batch inside a read section
- * that checks the segment and permit first and never faults.  REMOVE and
- * RELEASE mark their object, then xpmem_revoke_sync() waits for the
- * batches in progress: once it returns, no copy moves another byte.  A
- * read section is a bounded memcpy, so the wait is bounded and nothing an
- * attacher does can prolong it.
- */
-static DECLARE_RWSEM(xpmem_revoke_rwsem);
-
-/** xpmem_revoke_read_lock - begin a batch that reads revocable state */
-void xpmem_revoke_read_lock(void)
-{
-	down_read(&xpmem_revoke_rwsem);
-}
-
-/** xpmem_revoke_read_unlock - end it */
-void xpmem_revoke_read_unlock(void)
-{
-	up_read(&xpmem_revoke_rwsem);
-}
-
-/**
- * xpmem_revoke_sync - wait for the copy batches in progress
- *
- * Called after a segment or permit is marked removed or released.
- */
-void xpmem_revoke_sync(void)
-{
-	down_write(&xpmem_revoke_rwsem);
-	up_write(&xpmem_revoke_rwsem);
-}
-
-/* ---- owner invalidations in flight --------------------------------------- */
-
-/*
- * mmu_interval_read_begin() sleeps, uninterruptibly, until no invalidation
- * of the owner's mm is in progress at all, if one touched the mirror since
- * its last call; an owner whose threads invalidate in a loop (16 threads
- * of MADV_DONTNEED) keeps that from ever happening, and the faulting
- * attacher stayed in D state through SIGKILL.  So a fault keeps its own
- * record instead: every invalidation that reaches a mirror of the owner is
- * listed by the callback, before it marks the faults in progress, until
- * the owner's invalidate_range_end, which a plain mmu_notifier of the
- * owner's mm (one per owner, shared through mmu_notifier_get()) reports.
- * A fault lists its window first, then waits - killably - only for the
- * listed invalidations that overlap it: one that was listed later marks
- * the window and the fault starts over.  If the callback cannot record an
- * invalidation (no memory, GFP_NOWAIT), faults of that owner go back to
- * mmu_interval_read_begin(), which is always correct.
- */
-struct xpmem_omm {
-	struct mmu_notifier mn;
-	spinlock_t lock;		/* inflight, nr */
-	struct list_head inflight;	/* struct xpmem_inflight */
-	unsigned int nr;
-	bool lost;			/* a record failed: use the core's */
-	wait_queue_head_t wq;		/* faults waiting for an end */
-};
-
-struct xpmem_inflight {
-	struct list_head node;
-	const struct mmu_notifier_range *range;	/* identifies it at its end */
-	unsigned long start;
-	unsigned long end;
-};
-
-static struct mmu_notifier *xpmem_omm_alloc(struct mm_struct *mm)
-{
-	struct xpmem_omm *omm = kzalloc(sizeof(*omm), GFP_KERNEL_ACCOUNT);
-
-	if (!omm)
-		return ERR_PTR(-ENOMEM);
-	spin_lock_init(&omm->lock);
-	INIT_LIST_HEAD(&omm->inflight);
-	init_waitqueue_head(&omm->wq);
-	return &omm->mn;
-}
-
-static void xpmem_omm_free(struct mmu_notifier *mn)
-{
-	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
-	struct xpmem_inflight *f, *tmp;
-
-	list_for_each_entry_safe(f, tmp, &omm->inflight, node)
-		kfree(f);
-	kfree(omm);
-}
-
-/*
- * The end of any invalidation of the owner's mm.  Called with whatever
- * the invalidating task holds; takes omm->lock only (a leaf) and waits
- * for nothing.
- */
-static void xpmem_omm_range_end(struct mmu_notifier *mn,
-				const struct mmu_notifier_range *range)
-{
-	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
-	struct xpmem_inflight *f, *found = NULL;
-
-	/* listed, if at all, by this same task before: no race */
-	if (!READ_ONCE(omm->nr))
-		return;
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
-		if (f->range == range) {
-			list_del(&f->node);
-			omm->nr--;
-			found = f;
-			break;
-		}
-	}
-	spin_unlock(&omm->lock);
-	if (!found)
-		return;
-	kfree(found);
-	wake_up_all(&omm->wq);
-}
-
-static const struct mmu_notifier_ops xpmem_omm_ops = {
-	.invalidate_range_end = xpmem_omm_range_end,
-	.alloc_notifier = xpmem_omm_alloc,
-	.free_notifier = xpmem_omm_free,
-};
-
-/**
- * xpmem_att_omm_get - the owner's record of invalidations, for @att
- * @att: a new attachment, before its notifiers are inserted
- * @mm: the owner's mm (with a user reference)
- *
- * The first ATTACH of a segment registers it (mmu_notifier_get(): the
- * owner's mmap_lock for writing, and the core takes all the owner's locks
- * when the mm gets its first plain notifier); the segment keeps it until
- * it is freed, and every attachment, which holds the segment until its
- * notifiers are removed, uses it without another reference.
- *
- * Return: 0 or -errno.
- */
-int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm)
-{
-	struct xpmem_seg *seg = att->seg;
-	/* pairs with the cmpxchg_release() that publishes it below */
-	struct mmu_notifier *mn = smp_load_acquire(&seg->omm);
-
-	if (!mn) {
-		mn = mmu_notifier_get(&xpmem_omm_ops, mm);
-		if (IS_ERR(mn))
-			return PTR_ERR(mn);
-		if (cmpxchg_release(&seg->omm, NULL, mn)) {
-			mmu_notifier_put(mn);	/* another ATTACH was first */
-			mn = smp_load_acquire(&seg->omm);
-		}
-	}
-	att->omm = container_of(mn, struct xpmem_omm, mn);
-	return 0;
-}
-
-/*
- * An invalidation [@range->start, @range->end) reaches a mirror: list it
- * until its end, once (several mirrors see the same range).  Before the
- * callback marks the faults in progress.
- */
-static void xpmem_omm_note(struct xpmem_omm *omm,
-			   const struct mmu_notifier_range *range)
-{
-	struct xpmem_inflight *f, *new;
-
-	/* exit_mmap() releases without an invalidate_range_end */
-	if (range->event == MMU_NOTIFY_RELEASE)
-		return;
-	new = kmalloc(sizeof(*new), GFP_NOWAIT | __GFP_NOWARN);
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
-		if (f->range == range) {
-			spin_unlock(&omm->lock);
-			kfree(new);
-			return;
-		}
-	}
-	if (new) {
-		new->range = range;
-		new->start = range->start;
-		new->end = range->end;
-		list_add(&new->node, &omm->inflight);
-		omm->nr++;
-	} else {
-		WRITE_ONCE(omm->lost, true);
-	}
-	spin_unlock(&omm->lock);
-}
-
-static bool xpmem_omm_busy(struct xpmem_omm *omm, unsigned long start,
-			   unsigned long end)
-{
-	struct xpmem_inflight *f;
-	bool busy = false;
-
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
-		if (f->start < end && start < f->end) {
-			busy = true;
-			break;
-		}
-	}
-	spin_unlock(&omm->lock);
-	return busy;
-}
-
-/*
- * Wait until no invalidation that may have missed the listed window of a
- * fault over owner [@start, @end) of mirror @m is in progress; the ones
- * that come later mark the window.  Killable: an owner that invalidates
- * the range without pause delays the fault, but a fatal signal ends the
- * wait.
- *
- * Return: 0, or -EINTR.
- */
-static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
-				    unsigned long start, unsigned long end)
-{
-	struct xpmem_omm *omm = m->att->omm;
-
-	if (READ_ONCE(omm->lost)) {
-		mmu_interval_read_begin(&m->notifier);
-		return 0;
-	}
-	if (wait_event_killable(omm->wq, !xpmem_omm_busy(omm, start, end)))
-		return -EINTR;
-	return 0;
-}
-
-/* ---- invalidation ------------------------------------------------------- */
-
-/*
- * An owner range [start, end) changes: faults in progress over it start
- * over, and its pages are no longer known to be writable.  Under att->lock.
- */
-static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
-				 unsigned long end)
-{
-	struct xpmem_fault_win *win;
-	unsigned int i;
-
-	lockdep_assert_held(&att->lock);
-	list_for_each_entry(win, &att->faults, node)
-		if (win->start < end && start < win->end)
-			mmu_interval_set_seq(&win->changes, 1);
-	for (i = 0; i < XPMEM_WOK_SLOTS; i++)
-		if (att->wok[i].oaddr >= start && att->wok[i].oaddr < end)
-			att->wok[i].oaddr = 0;
-}
-
-/*
- * The invalidate callback.  Called by the core with the owner's mmap_lock,
- * folio locks or a file's i_mmap_rwsem possibly held, and from reclaim.
- * May wait for: att->lock (held only briefly, never across an allocation
- * or a wait), and the zap worker, which needs the attachment's own
- * i_mmap_rwsem and page table locks only - and only when the attachment
- * may have a PTE in the range, which excludes every range the core holds
- * an attachment's i_mmap_rwsem for (see "zapping" above).  It never waits
- * for a fault, a copy, or anything an attacher holds.
- */
-static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
-				 const struct mmu_notifier_range *range,
-				 unsigned long cur_seq)
-{
-	struct xpmem_mirror *m = container_of(mni, struct xpmem_mirror,
-					      notifier);
-	struct xpmem_att *att = m->att;
-	unsigned long start = max(range->start, m->r.oaddr);
-	unsigned long end = min(range->end, m->r.oaddr + m->r.len);
-	bool blockable = mmu_notifier_range_blockable(range);
-	bool mapped, zap;
-
-	/* Caused by our own zap of attachment VMAs: nothing mirrors those. */
-	if (xpmem_in_zap_worker())
-		return true;
-
-	if (blockable) {
-		xpmem_omm_note(att->omm, range);
-		mutex_lock(&att->lock);
-	} else if (!mutex_trylock(&att->lock)) {
-		return false;
-	}
-	/*
-	 * Once an attachment has had VMAs and lost them all it never gets
-	 * one again, so with none there is no PTE to zap and even the OOM
-	 * reaper's non-blockable invalidation can succeed.
-	 */
-	mapped = atomic_read(&att->nr_vmas) > 0;
-	if (!blockable && mapped) {
-		mutex_unlock(&att->lock);
-		return false;		/* zapping sleeps */
-	}
-	/* a VMA may come (an ATTACH in progress): its faults must wait */
-	if (!blockable)
-		xpmem_omm_note(att->omm, range);
-	/*
-	 * Mark, under the lock PTE insertion holds, the faults in progress
-	 * whose window this range overlaps: a fault that inserted before this
-	 * point is zapped below, one that takes the lock after it sees the
-	 * mark and starts over.  Faults elsewhere in the attachment carry on.
-	 */
-	mmu_interval_set_seq(mni, cur_seq);
-	xpmem_att_mark_stale(att, range->start, range->end);
-	/*
-	 * Zap (and wait for the worker) only if a PTE may exist there: never
-	 * for a range of attachment VMAs, which the core may be splitting or
-	 * moving with their i_mmap_rwsem held (see "zapping" above).
-	 */
-	zap = mapped && start < end &&
-	      xpmem_att_mapped_test_clear(att, m->r.off + (start - m->r.oaddr),
-					  end - start);
-	mutex_unlock(&att->lock);
-
-	atomic_long_inc(&xpmem_stats.invalidations);
-	if (zap)
-		xpmem_att_zap(att, m->r.off + (start - m->r.oaddr),
-			      end - start);
-	return true;
-}
-
-const struct mmu_interval_notifier_ops xpmem_att_mni_ops = {
-	.invalidate = xpmem_att_invalidate,
-};
-
-/* ---- the fault ---------------------------------------------------------- */
 
 /**
  * xpmem_fault_window_pages - pages a fault maps at most (a power of two)
@@ -920,28 +240,6 @@ static void xpmem_fault_dirty_window(const unsigned long *pfns,
 	}
 }
 
-/* att->wok entries: owner address | XPMEM_WOK_VALID */
-#define XPMEM_WOK_VALID		1UL
-
-/*
- * A write ->fault found the owner's page at @oaddr writable: remember it
- * for the ->pfn_mkwrite that follows.  Under att->lock, window not stale.
- */
-static struct xpmem_wok *xpmem_wok_slot(struct xpmem_att *att,
-					unsigned long oaddr)
-{
-	return &att->wok[hash_long(oaddr >> PAGE_SHIFT, XPMEM_WOK_BITS)];
-}
-
-static void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
-			       unsigned long pfn)
-{
-	struct xpmem_wok *w = xpmem_wok_slot(att, oaddr);
-
-	w->oaddr = oaddr | XPMEM_WOK_VALID;
-	w->pfn = pfn;
-}
-
 /*
  * Make the read-only PTE @vmf found writable, if it is still there: under
  * att->lock, so that an invalidation either zaps it after this or has
@@ -987,15 +285,12 @@ static vm_fault_t xpmem_fault_set_writable(struct vm_fault *vmf)
 static bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf,
 				     struct xpmem_att *att, unsigned long oaddr)
 {
-	struct xpmem_wok *w = xpmem_wok_slot(att, oaddr);
 	unsigned long pfn = pte_pfn(vmf->orig_pte);
 	bool hit;
 
 	mutex_lock(&att->lock);
-	hit = !att->dead && w->oaddr == (oaddr | XPMEM_WOK_VALID) &&
-	      w->pfn == pfn;
+	hit = !att->dead && xpmem_wok_take(att, oaddr, pfn);
 	if (hit) {
-		w->oaddr = 0;
 		xpmem_fault_touch(pfn, true);
 		xpmem_fault_set_writable(vmf);
 	}
@@ -1242,6 +537,190 @@ static vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
 }
 #endif
 
+/* One resolution: the fault, its window and the owner's pages of it. */
+struct xpmem_fault {
+	struct vm_fault *vmf;
+	struct xpmem_att *att;
+	enum xpmem_fault_kind kind;
+	bool write;
+	unsigned long oaddr;		/* owner address of vmf->address */
+	unsigned long lo, hi;		/* the window, attacher addresses */
+	unsigned long off;		/* segment offset of lo */
+	unsigned long fidx;		/* the faulting page's index */
+	unsigned long *pfns;		/* one entry per page of the window */
+	struct xpmem_fault_win win;	/* listed while it resolves */
+	struct hmm_range range;
+};
+
+/*
+ * The 2 MiB window of a PMD fault, if the owner VMA and the mirror cover
+ * all of it and the owner does not map it with PTEs.
+ */
+static bool xpmem_fault_pmd_window(struct vm_fault *vmf,
+				   struct xpmem_mirror *m,
+				   struct vm_area_struct *ovma,
+				   struct mm_struct *owner,
+				   unsigned long oaddr, unsigned long *lo,
+				   unsigned long *hi)
+{
+	*lo = vmf->address & PMD_MASK;
+	*hi = *lo + PMD_SIZE;
+	return oaddr - (vmf->address - *lo) >= ovma->vm_start &&
+	       ovma->vm_end - oaddr >= *hi - vmf->address &&
+	       oaddr - (vmf->address - *lo) >= m->r.oaddr &&
+	       m->r.oaddr + m->r.len - oaddr >= *hi - vmf->address &&
+	       !xpmem_owner_maps_ptes(owner, oaddr & PMD_MASK);
+}
+
+/*
+ * Choose @f's window in the owner VMA and the mirror it faults in, and
+ * list it.  Return: 0, or what the fault returns.
+ */
+static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
+				    struct mm_struct *owner,
+				    unsigned long maxpages)
+{
+	struct vm_fault *vmf = f->vmf;
+	struct vm_area_struct *ovma;
+	struct xpmem_mirror *m;
+
+	m = xpmem_fault_mirror(vmf, &f->oaddr);
+	if (!m)
+		return VM_FAULT_SIGBUS;
+	ovma = vma_lookup(owner, f->oaddr);
+	if (!ovma || !xpmem_vma_mirrorable(ovma))
+		return f->kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
+						    VM_FAULT_SIGBUS;
+	if (f->kind != XPMEM_FAULT_PMD)
+		xpmem_fault_window(vmf, m, ovma, f->oaddr, maxpages, &f->lo,
+				   &f->hi);
+	else if (!xpmem_fault_pmd_window(vmf, m, ovma, owner, f->oaddr,
+					 &f->lo, &f->hi))
+		return VM_FAULT_FALLBACK;
+	f->fidx = (vmf->address - f->lo) >> PAGE_SHIFT;
+	f->off = (vmf->pgoff - f->fidx) << PAGE_SHIFT;
+	f->range.start = f->oaddr - (f->fidx << PAGE_SHIFT);
+	f->range.end = f->range.start + (f->hi - f->lo);
+	f->range.hmm_pfns = f->pfns;
+	f->range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
+	/* the window's own sequence: see struct xpmem_fault_win */
+	f->range.notifier = &f->win.changes;
+	f->range.notifier_seq = 0;
+	xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
+			      f->range.end);
+	return 0;
+}
+
+/*
+ * One attempt: the owner's pages of the window, the attacher's tables
+ * for them, then att->lock (after att->pt_lock for a PMD).
+ *
+ * Return: 0 with the locks held and the window not stale; -EBUSY if an
+ * invalidation marked the window; -EAGAIN if a huge PMD took the slot
+ * meanwhile; -ENOMEM; or another error (SIGBUS).
+ */
+static int xpmem_fault_try(struct xpmem_fault *f)
+{
+	struct xpmem_att *att = f->att;
+	bool pmd = f->kind == XPMEM_FAULT_PMD;
+	int err;
+
+	memset(f->pfns, 0, ((f->hi - f->lo) >> PAGE_SHIFT) * sizeof(*f->pfns));
+	f->pfns[f->fidx] = HMM_PFN_REQ_FAULT |
+			   (f->write ? HMM_PFN_REQ_WRITE : 0);
+	err = hmm_range_fault(&f->range);
+	if (err)
+		return err;
+	if (f->kind == XPMEM_FAULT_PTE) {
+		err = xpmem_fault_prepare_pt(f->vmf);
+		if (err)
+			return err;
+	} else if (pmd) {
+		mutex_lock(&att->pt_lock);
+	}
+	if (f->kind != XPMEM_FAULT_MKWRITE) {
+		err = xpmem_att_mapped_prepare(att, f->off, f->hi - f->lo);
+		if (err)
+			goto unlock_pt;
+	}
+	mutex_lock(&att->lock);
+	if (!xpmem_fault_win_stale(&f->win))
+		return 0;
+	mutex_unlock(&att->lock);
+	err = -EBUSY;
+unlock_pt:
+	if (pmd)
+		mutex_unlock(&att->pt_lock);
+	return err;
+}
+
+/*
+ * The retry loop: attempts until one finds the window unchanged.  A fault
+ * that keeps meeting invalidations gives the CPU back after
+ * XPMEM_FAULT_MAX_RETRIES (the access is repeated), and a fatal signal
+ * ends it.
+ *
+ * Return: 0 with att->lock held (and att->pt_lock for a PMD), or what
+ * the fault returns.
+ */
+static vm_fault_t xpmem_fault_lock_stable(struct xpmem_fault *f)
+{
+	unsigned int tries = 0;
+	int err;
+
+	for (;;) {
+		if (xpmem_fault_win_settle(&f->win))
+			return VM_FAULT_SIGBUS;		/* killed */
+		err = xpmem_fault_try(f);
+		if (err != -EBUSY)
+			break;
+		atomic_long_inc(&xpmem_stats.fault_seq_retries);
+		if (fatal_signal_pending(current))
+			return VM_FAULT_SIGBUS;
+		cond_resched();
+		if (++tries >= XPMEM_FAULT_MAX_RETRIES)
+			return f->kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
+							    VM_FAULT_NOPAGE;
+	}
+	switch (err) {
+	case 0:
+		return 0;
+	case -EAGAIN:
+		return VM_FAULT_NOPAGE;
+	case -ENOMEM:
+		return VM_FAULT_OOM;
+	default:
+		return VM_FAULT_SIGBUS;
+	}
+}
+
+/*
+ * Commit the stable window: under att->lock (and att->pt_lock for a
+ * PMD).  *@zap: the mkwrite's PTE must go.
+ */
+static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
+{
+	struct xpmem_att *att = f->att;
+	unsigned long *pfns = f->pfns;
+	vm_fault_t ret;
+
+	if (att->dead)
+		return VM_FAULT_SIGBUS;
+	if (f->kind == XPMEM_FAULT_MKWRITE)
+		return xpmem_fault_mkwrite(f->vmf, pfns[f->fidx], zap);
+	if (!xpmem_att_mapped_set(att, f->off, f->hi - f->lo))
+		return VM_FAULT_SIGBUS;
+	if (f->kind == XPMEM_FAULT_PMD)
+		return xpmem_fault_insert_pmd(f->vmf, pfns, f->fidx, f->write);
+	ret = xpmem_fault_insert(f->vmf, f->lo, pfns,
+				 (f->hi - f->lo) >> PAGE_SHIFT, f->fidx,
+				 f->write);
+	if (f->write && !(ret & VM_FAULT_ERROR) &&
+	    (pfns[f->fidx] & HMM_PFN_WRITE))
+		xpmem_wok_remember(att, f->oaddr, xpmem_hmm_pfn(pfns[f->fidx]));
+	return ret;
+}
+
 /*
  * Resolve the fault and map its window.  The caller holds the owner's
  * mmap_lock for reading (it is the attacher's own for an attachment of
@@ -1255,142 +734,32 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 				      enum xpmem_fault_kind kind,
 				      unsigned long *pfns, unsigned long maxpages)
 {
-	struct xpmem_att *att = vmf->vma->vm_private_data;
-	bool mkwrite = kind == XPMEM_FAULT_MKWRITE;
-	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
-	struct hmm_range range = {
-		.hmm_pfns = pfns,
-		.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
+	struct xpmem_fault f = {
+		.vmf = vmf,
+		.att = vmf->vma->vm_private_data,
+		.kind = kind,
+		.write = kind == XPMEM_FAULT_MKWRITE ||
+			 (vmf->flags & FAULT_FLAG_WRITE),
+		.pfns = pfns,
 	};
-	struct xpmem_mirror *m;
-	unsigned long oaddr;
-	struct xpmem_fault_win win = {};
-	unsigned long lo, hi, npages, fidx, off;
-	struct vm_area_struct *ovma;
-	unsigned int retries = 0;
 	bool zap = false;
 	vm_fault_t ret;
-	int err;
 
-	m = xpmem_fault_mirror(vmf, &oaddr);
-	if (!m)
-		return VM_FAULT_SIGBUS;
-	ovma = vma_lookup(owner, oaddr);
-	if (!ovma || !xpmem_vma_mirrorable(ovma))
-		return kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
-						 VM_FAULT_SIGBUS;
-	if (kind == XPMEM_FAULT_PMD) {
-		lo = vmf->address & PMD_MASK;
-		hi = lo + PMD_SIZE;
-		if (oaddr - (vmf->address - lo) < ovma->vm_start ||
-		    ovma->vm_end - oaddr < hi - vmf->address ||
-		    oaddr - (vmf->address - lo) < m->r.oaddr ||
-		    m->r.oaddr + m->r.len - oaddr < hi - vmf->address ||
-		    xpmem_owner_maps_ptes(owner, oaddr & PMD_MASK))
-			return VM_FAULT_FALLBACK;
-	} else {
-		xpmem_fault_window(vmf, m, ovma, oaddr, maxpages, &lo, &hi);
+	ret = xpmem_fault_setup(&f, owner, maxpages);
+	if (ret)
+		return ret;
+	ret = xpmem_fault_lock_stable(&f);
+	if (ret) {
+		xpmem_fault_win_end(&f.win, false);
+		return ret;
 	}
-	npages = (hi - lo) >> PAGE_SHIFT;
-	fidx = (vmf->address - lo) >> PAGE_SHIFT;
-	off = (vmf->pgoff - fidx) << PAGE_SHIFT;	/* segment offset of lo */
-	range.start = oaddr - (fidx << PAGE_SHIFT);
-	range.end = range.start + (npages << PAGE_SHIFT);
-	win.start = range.start;
-	win.end = range.end;
-	win.changes.mm = owner;
-	range.notifier = &win.changes;
-	range.notifier_seq = 0;
-
-	/*
-	 * Listed before the wait: an invalidation that marked nothing because
-	 * it came earlier is still waited for if it has not finished.
-	 */
-	mutex_lock(&att->lock);
-	list_add(&win.node, &att->faults);
-	mutex_unlock(&att->lock);
-again:
-	if (xpmem_fault_wait_settled(m, win.start, win.end)) {
-		ret = VM_FAULT_SIGBUS;		/* killed */
-		goto unlist;
-	}
-	memset(pfns, 0, npages * sizeof(*pfns));
-	pfns[fidx] = HMM_PFN_REQ_FAULT | (write ? HMM_PFN_REQ_WRITE : 0);
-	err = hmm_range_fault(&range);
-	if (err == -EBUSY)		/* an invalidation marked the window */
-		goto retry;
-	if (err) {
-		ret = err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
-		goto unlist;
-	}
-	if (kind == XPMEM_FAULT_PTE) {
-		err = xpmem_fault_prepare_pt(vmf);
-		if (err) {
-			ret = err == -EAGAIN ? VM_FAULT_NOPAGE : VM_FAULT_OOM;
-			goto unlist;
-		}
-	} else if (kind == XPMEM_FAULT_PMD) {
-		mutex_lock(&att->pt_lock);
-	}
-	if (!mkwrite && xpmem_att_mapped_prepare(att, off, hi - lo)) {
-		if (kind == XPMEM_FAULT_PMD)
-			mutex_unlock(&att->pt_lock);
-		ret = VM_FAULT_OOM;
-		goto unlist;
-	}
-
-	mutex_lock(&att->lock);
-	if (xpmem_fault_win_stale(&win)) {
-		mutex_unlock(&att->lock);
-		if (kind == XPMEM_FAULT_PMD)
-			mutex_unlock(&att->pt_lock);
-		goto retry;
-	}
-	if (att->dead ||
-	    (!mkwrite && !xpmem_att_mapped_set(att, off, hi - lo))) {
-		ret = VM_FAULT_SIGBUS;
-	} else if (mkwrite) {
-		ret = xpmem_fault_mkwrite(vmf, pfns[fidx], &zap);
-	} else if (kind == XPMEM_FAULT_PMD) {
-		ret = xpmem_fault_insert_pmd(vmf, pfns, fidx, write);
-	} else {
-		ret = xpmem_fault_insert(vmf, lo, pfns, npages, fidx, write);
-		if (write && !(ret & VM_FAULT_ERROR) &&
-		    (pfns[fidx] & HMM_PFN_WRITE))
-			xpmem_wok_remember(att, oaddr,
-					   xpmem_hmm_pfn(pfns[fidx]));
-	}
-	list_del(&win.node);
-	mutex_unlock(&att->lock);
+	ret = xpmem_fault_commit(&f, &zap);
+	xpmem_fault_win_end(&f.win, true);
+	mutex_unlock(&f.att->lock);
 	if (kind == XPMEM_FAULT_PMD)
-		mutex_unlock(&att->pt_lock);
+		mutex_unlock(&f.att->pt_lock);
 	if (zap)
-		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
-	return ret;
-
-retry:
-	atomic_long_inc(&xpmem_stats.fault_seq_retries);
-	if (fatal_signal_pending(current)) {
-		ret = VM_FAULT_SIGBUS;
-		goto unlist;
-	}
-	if (++retries >= XPMEM_FAULT_MAX_RETRIES) {
-		/* Give the CPU back; the access is repeated. */
-		cond_resched();
-		ret = kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
-						VM_FAULT_NOPAGE;
-		goto unlist;
-	}
-	cond_resched();
-	mutex_lock(&att->lock);
-	mmu_interval_set_seq(&win.changes, 0);
-	mutex_unlock(&att->lock);
-	goto again;
-
-unlist:
-	mutex_lock(&att->lock);
-	list_del(&win.node);
-	mutex_unlock(&att->lock);
+		xpmem_att_zap(f.att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 	return ret;
 }
 
@@ -1741,42 +1110,13 @@ const struct vm_operations_struct xpmem_vm_ops = {
 	.pfn_mkwrite = xpmem_att_mkwrite,
 };
 
-/**
- * xpmem_fault_defer - run @work on the module's queue for waits the owner
- * can prolong (apart from the zap worker, which such work may wait for)
- * @work: the work
- */
-void xpmem_fault_defer(struct work_struct *work)
-{
-	queue_work(xpmem_free_wq, work);
-}
-
 int xpmem_fault_init(void)
 {
 	xpmem_zero_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
-	if (!xpmem_zero_page)
-		return -ENOMEM;
-	xpmem_zap_wq = alloc_workqueue("xpmem_zap", WQ_MEM_RECLAIM, 0);
-	if (!xpmem_zap_wq)
-		goto free_page;
-	xpmem_free_wq = alloc_workqueue("xpmem_free", 0, 0);
-	if (!xpmem_free_wq)
-		goto destroy_zap;
-	return 0;
-
-destroy_zap:
-	destroy_workqueue(xpmem_zap_wq);
-free_page:
-	__free_page(xpmem_zero_page);
-	return -ENOMEM;
+	return xpmem_zero_page ? 0 : -ENOMEM;
 }
 
 void xpmem_fault_exit(void)
 {
-	/* an attachment end may still be returning from its last put */
-	destroy_workqueue(xpmem_free_wq);
-	/* the owners' records are freed after an SRCU grace period */
-	mmu_notifier_synchronize();
-	destroy_workqueue(xpmem_zap_wq);
 	__free_page(xpmem_zero_page);
 }

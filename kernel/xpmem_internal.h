@@ -421,11 +421,65 @@ struct xpmem_permit *xpmem_permit_unlink(struct xpmem_ctx *ctx,
 struct xpmem_permit *xpmem_permit_unlink_any(struct xpmem_ctx *ctx);
 void xpmem_permit_withdraw(struct xpmem_permit *permit);
 
-/* xpmem_fault.c: the mirror (notifier, zap worker, page fault) */
+/* xpmem_revoke.c: the barrier between copies and REMOVE/RELEASE */
+void xpmem_revoke_read_lock(void);
+void xpmem_revoke_read_unlock(void);
+void xpmem_revoke_sync(void);
+
+/*
+ * xpmem_mirror.c: what attachments mirror (invalidate callback, zap
+ * worker, mapped offsets, windows of faults in progress)
+ */
+int xpmem_mirror_init(void);
+void xpmem_mirror_exit(void);
+extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
+void xpmem_mirror_defer(struct work_struct *work);
+void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
+		   unsigned long len);
+void xpmem_att_mapped_init(struct xpmem_att *att);
+void xpmem_att_mapped_destroy(struct xpmem_att *att);
+int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
+			     unsigned long len);
+bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
+			  unsigned long len);
+int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
+bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
+			   unsigned long addr, unsigned long off,
+			   unsigned long len);
+
+/*
+ * A fault's owner range [start, end), on att->faults while it resolves.
+ * @changes is never inserted in an interval tree: it is the sequence
+ * hmm_range_fault() tests between its steps (and takes the owner's mm
+ * from).  It is 0 when an attempt starts, and the invalidate callback
+ * sets it to 1 when an invalidation overlaps the window, so every such
+ * invalidation stops the walk - also while the owner keeps some
+ * invalidation in progress without pause, when the mirror's own
+ * sequence no longer moves.
+ */
+struct xpmem_fault_win {
+	struct list_head node;
+	struct xpmem_mirror *m;
+	unsigned long start;
+	unsigned long end;
+	struct mmu_interval_notifier changes;
+};
+
+void xpmem_fault_win_begin(struct xpmem_fault_win *win,
+			   struct xpmem_mirror *m, struct mm_struct *owner,
+			   unsigned long start, unsigned long end);
+int xpmem_fault_win_settle(struct xpmem_fault_win *win);
+bool xpmem_fault_win_stale(struct xpmem_fault_win *win);
+void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked);
+void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
+			unsigned long pfn);
+bool xpmem_wok_take(struct xpmem_att *att, unsigned long oaddr,
+		    unsigned long pfn);
+
+/* xpmem_fault.c: attacher page faults and the attachment VMAs' operations */
 int xpmem_fault_init(void);
 void xpmem_fault_exit(void);
 extern const struct vm_operations_struct xpmem_vm_ops;
-extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
 bool xpmem_vma_is_att(struct vm_area_struct *vma);
 bool xpmem_vma_mirrorable(struct vm_area_struct *vma);
 bool xpmem_fault_huge_enabled(void);
@@ -435,18 +489,6 @@ unsigned long xpmem_att_get_unmapped_area(struct file *file,
 					  unsigned long len,
 					  unsigned long pgoff,
 					  unsigned long flags);	/* if huge */
-void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
-		   unsigned long len);
-void xpmem_fault_defer(struct work_struct *work);
-void xpmem_att_mapped_init(struct xpmem_att *att);
-int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
-void xpmem_att_mapped_destroy(struct xpmem_att *att);
-bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
-			   unsigned long addr, unsigned long off,
-			   unsigned long len);
-void xpmem_revoke_read_lock(void);
-void xpmem_revoke_read_unlock(void);
-void xpmem_revoke_sync(void);
 
 /* xpmem_attach.c: attachments; the end of permits and segments */
 int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,

@@ -459,9 +459,12 @@ static int __init xpmem_init(void)
 	ret = xpmem_permit_init();
 	if (ret)
 		goto exit_seg;
-	ret = xpmem_fault_init();
+	ret = xpmem_mirror_init();
 	if (ret)
 		goto exit_permit;
+	ret = xpmem_fault_init();
+	if (ret)
+		goto exit_mirror;
 	ret = xpmem_proc_init();
 	if (ret)
 		goto exit_fault;
@@ -474,6 +477,8 @@ exit_proc:
 	xpmem_proc_exit();
 exit_fault:
 	xpmem_fault_exit();
+exit_mirror:
+	xpmem_mirror_exit();
 exit_permit:
 	xpmem_permit_exit();
 exit_seg:
@@ -488,6 +493,7 @@ static void __exit xpmem_exit(void)
 	misc_deregister(&xpmem_dev);
 	xpmem_proc_exit();
 	xpmem_fault_exit();
+	xpmem_mirror_exit();
 	xpmem_permit_exit();
 	xpmem_seg_exit();
 	xpmem_ctx_exit();

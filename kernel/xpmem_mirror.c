@@ -1,0 +1,766 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xpmem_mirror.c - what an attachment mirrors of its owner, and how it
+ * learns that the owner changed: the invalidate callback, the zap worker,
+ * the record of what is mapped, the windows of faults in progress and
+ * the owner's invalidations in flight.
+ *
+ * Invariants (docs/design.md, "The mirror"):
+ * - an attachment may have a PTE or PMD only for segment offsets set in
+ *   its mapped bitmap; an invalidation clears them, and zaps - in the zap
+ *   worker, waited for - only if it found any;
+ * - no attachment maps its own source range (xpmem_att_maps_itself() at
+ *   every placement), so no callback ever waits for a zap that needs an
+ *   i_mmap_rwsem the core holds;
+ * - a fault lists its window before it resolves it; every invalidation
+ *   that overlaps a listed window marks it, and a fault waits - killably -
+ *   only for listed invalidations in flight that overlap its window.
+ * This file calls nothing of the fault path (xpmem_fault.c), which uses it.
+ */
+#include <linux/hash.h>
+#include <linux/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include "xpmem_internal.h"
+#include "compat.h"
+
+static struct workqueue_struct *xpmem_zap_wq;
+
+/* Attachment ends that may wait for the owner (xpmem_attach.c). */
+static struct workqueue_struct *xpmem_free_wq;
+
+/* ---- Zapping ------------------------------------------------------------ */
+
+/*
+ * Zapping attacher PTEs calls the attacher mm's own mmu notifiers.  From
+ * inside the owner's notifier callback that would nest two
+ * invalidate_range_start sections in one task (lockdep reports it as
+ * recursion), and the attachment VMAs being zapped may themselves lie in a
+ * range some attachment mirrors, which would call back into this file.  So
+ * every zap runs in this worker, and the callback ignores invalidations the
+ * worker causes: they only ever hit attachment VMAs, and a fault never
+ * mirrors an attachment VMA (the fault path refuses them), so there is nothing
+ * to invalidate.  WQ_MEM_RECLAIM: the callback runs in reclaim.
+ *
+ * What the worker needs, and why waiting for it from a notifier callback
+ * is safe: unmap_mapping_range() takes the i_mmap_rwsem of the attachment
+ * being zapped (for reading) and the attacher's page table locks, nothing
+ * else.  The core calls notifiers holding an mmap_lock, folio locks, the
+ * i_mmap_rwsem of the files whose folios it unmaps, and - when it splits
+ * or moves the VMA of an attachment X - X's i_mmap_rwsem, over X's own
+ * addresses.  A callback waits only when its attachment may have a PTE
+ * in the invalidated range (xpmem_att_mapped_test_clear()), and no
+ * attachment ever has a PTE for an address where an attachment VMA lies
+ * (the fault refuses those VMAs, and an invalidation clears the range
+ * before any attachment VMA can be placed there).  So the callback never
+ * waits for an i_mmap_rwsem the core holds: not X's own (an attachment
+ * never mirrors its own VMA, xpmem_att_maps_itself() is checked at every
+ * placement), and not Y's when two processes split attachments of each
+ * other at once (neither has a PTE for the other's attachment VMA).
+ * xpmem_att_zap() asserts the first under lockdep.
+ */
+struct xpmem_zap_req {
+	struct work_struct work;
+	struct completion done;
+	struct xpmem_att *att;
+	unsigned long offset;
+	unsigned long len;
+};
+
+static void xpmem_zap_work(struct work_struct *work)
+{
+	struct xpmem_zap_req *req =
+		container_of(work, struct xpmem_zap_req, work);
+
+	unmap_mapping_range(req->att->inode->i_mapping, req->offset,
+			    req->len, 1);
+	complete(&req->done);	/* req lives on the waiter's stack */
+}
+
+/*
+ * Tells invalidations the worker causes by its context, not by their
+ * range: right because the worker never reclaims (unmap_mapping_range()
+ * gathers pages with GFP_NOWAIT), so no unrelated invalidation can run in
+ * it.
+ */
+static bool xpmem_in_zap_worker(void)
+{
+	struct work_struct *work = current_work();
+
+	return work && work->func == xpmem_zap_work;
+}
+
+/**
+ * xpmem_att_zap - remove an attachment's PTEs over part of it
+ * @att: the attachment
+ * @offset: segment offset, page aligned
+ * @len: bytes; 0 means to the end
+ *
+ * The next access faults.  Waits for the zap worker, which needs the
+ * attachment's i_mmap_rwsem: the caller must not hold it (lockdep checks).
+ *
+ * Context: may sleep; no att->lock held.
+ */
+void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
+		   unsigned long len)
+{
+	struct xpmem_zap_req req = {
+		.att = att, .offset = offset, .len = len,
+	};
+
+	lockdep_assert_not_held(&att->inode->i_mapping->i_mmap_rwsem);
+	init_completion(&req.done);
+	INIT_WORK_ONSTACK(&req.work, xpmem_zap_work);
+	queue_work(xpmem_zap_wq, &req.work);
+	wait_for_completion(&req.done);
+	destroy_work_on_stack(&req.work);
+}
+
+/* ---- what an attachment may have mapped --------------------------------- */
+
+struct xpmem_mapped_block {
+	DECLARE_BITMAP(bits, XPMEM_MAPPED_BLOCK);
+};
+
+/**
+ * xpmem_att_mapped_init - an attachment with nothing mapped yet
+ * @att: the new attachment
+ */
+void xpmem_att_mapped_init(struct xpmem_att *att)
+{
+	xa_init(&att->mapped);
+}
+
+/**
+ * xpmem_att_mapped_destroy - free the bitmaps of an attachment
+ * @att: an attachment whose notifiers are removed
+ */
+void xpmem_att_mapped_destroy(struct xpmem_att *att)
+{
+	struct xpmem_mapped_block *b;
+	unsigned long idx;
+
+	xa_for_each(&att->mapped, idx, b)
+		kfree(b);
+	xa_destroy(&att->mapped);
+}
+
+/**
+ * xpmem_att_mapped_prepare - allocate the bitmaps of part of an attachment
+ * @att: the attachment
+ * @off: segment offset
+ * @len: bytes
+ *
+ * Makes sure the bitmaps of segment offsets [@off, @off + @len) exist, so
+ * that marking them under att->lock allocates nothing.  Bitmaps stay until
+ * the attachment goes: 64 bytes per 2 MiB it ever mapped.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
+			     unsigned long len)
+{
+	unsigned long first = (off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK;
+	unsigned long last = ((off + len - 1) >> PAGE_SHIFT) /
+			     XPMEM_MAPPED_BLOCK;
+	struct xpmem_mapped_block *b;
+	unsigned long i;
+	int err;
+
+	for (i = first; i <= last; i++) {
+		if (xa_load(&att->mapped, i))
+			continue;
+		b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+		if (!b)
+			return -ENOMEM;
+		err = xa_insert(&att->mapped, i, b, GFP_KERNEL_ACCOUNT);
+		if (err)
+			kfree(b);
+		if (err && err != -EBUSY)	/* -EBUSY: another fault's */
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Call @fn on each block's part of segment offsets [@off, @off + @len):
+ * the block, the first bit and the number of bits.  Return: whether any
+ * call returned true.
+ */
+static bool xpmem_att_mapped_walk(struct xpmem_att *att, unsigned long off,
+				  unsigned long len,
+				  bool (*fn)(struct xpmem_mapped_block *b,
+					     unsigned int bit,
+					     unsigned int nr))
+{
+	unsigned long pg = off >> PAGE_SHIFT;
+	unsigned long end = (off + len - 1) >> PAGE_SHIFT;	/* last */
+	unsigned long first = pg / XPMEM_MAPPED_BLOCK;
+	unsigned long last = end / XPMEM_MAPPED_BLOCK;
+	struct xpmem_mapped_block *b;
+	unsigned long idx;
+	bool any = false;
+
+	lockdep_assert_held(&att->lock);
+	xa_for_each_range(&att->mapped, idx, b, first, last) {
+		unsigned long lo = max(pg, idx * XPMEM_MAPPED_BLOCK);
+		unsigned long hi = min(end, idx * XPMEM_MAPPED_BLOCK +
+					    XPMEM_MAPPED_BLOCK - 1);
+
+		any |= fn(b, lo % XPMEM_MAPPED_BLOCK, hi - lo + 1);
+	}
+	return any;
+}
+
+static bool xpmem_mapped_set_fn(struct xpmem_mapped_block *b,
+				unsigned int bit, unsigned int nr)
+{
+	bitmap_set(b->bits, bit, nr);
+	return true;
+}
+
+static bool xpmem_mapped_clear_fn(struct xpmem_mapped_block *b,
+				  unsigned int bit, unsigned int nr)
+{
+	bool any = find_next_bit(b->bits, bit + nr, bit) < bit + nr;
+
+	if (any)
+		bitmap_clear(b->bits, bit, nr);
+	return any;
+}
+
+/**
+ * xpmem_att_mapped_set - part of an attachment is about to be mapped
+ * @att: the attachment
+ * @off: segment offset
+ * @len: bytes
+ *
+ * Segment offsets [@off, @off + @len) are about to get PTEs or a PMD.
+ * Under att->lock, with xpmem_att_mapped_prepare() done: a missing
+ * bitmap is a bug (WARN), and the insertion is then refused.
+ *
+ * Return: false if the insertion must not happen.
+ */
+bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
+			  unsigned long len)
+{
+	unsigned long blocks = (((off + len - 1) >> PAGE_SHIFT) /
+				XPMEM_MAPPED_BLOCK) -
+			       ((off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK) + 1;
+	unsigned long idx, n = 0;
+	struct xpmem_mapped_block *b;
+
+	xa_for_each_range(&att->mapped, idx, b,
+			  (off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK,
+			  ((off + len - 1) >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK)
+		n++;
+	if (WARN_ON_ONCE(n != blocks))
+		return false;
+	xpmem_att_mapped_walk(att, off, len, xpmem_mapped_set_fn);
+	return true;
+}
+
+/*
+ * Whether segment offsets [@off, @off + @len) may have a PTE or PMD; they
+ * are forgotten (the caller zaps them).  Under att->lock.
+ */
+static bool xpmem_att_mapped_test_clear(struct xpmem_att *att,
+					unsigned long off, unsigned long len)
+{
+	return xpmem_att_mapped_walk(att, off, len, xpmem_mapped_clear_fn);
+}
+
+/* ---- placement ---------------------------------------------------------- */
+
+/**
+ * xpmem_att_maps_itself - would a mapping of @seg at @addr mirror itself?
+ * @seg: the attachment's segment
+ * @mm: the mm the mapping is placed in
+ * @addr: its address
+ * @off: the segment offset it maps at @addr
+ * @len: its length
+ *
+ * True when @mm is the segment owner's and [@addr, @addr + @len) overlaps
+ * an owner range that segment offsets [@off, @off + @len) mirror.  Such a
+ * mapping must never exist: its own split or move would invalidate it
+ * while the core holds its i_mmap_rwsem (see "Zapping" above).  Checked
+ * wherever a mapping is placed: mmap, mremap and split.
+ */
+bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
+			   unsigned long addr, unsigned long off,
+			   unsigned long len)
+{
+	unsigned long end = off + len;
+	unsigned int i;
+
+	if (mm != seg->mm)
+		return false;
+	for (i = xpmem_seg_range_index(seg, off);
+	     i < seg->nr_ranges && seg->ranges[i].off < end; i++) {
+		const struct xpmem_seg_range *r = &seg->ranges[i];
+		unsigned long lo = max(off, r->off);
+		unsigned long hi = min(end, r->off + r->len);
+		unsigned long src = xpmem_range_oaddr(r, lo);
+
+		if (addr < src + (hi - lo) && src < addr + len)
+			return true;
+	}
+	return false;
+}
+
+/* ---- The owner's invalidations in flight --------------------------------- */
+
+/*
+ * mmu_interval_read_begin() sleeps, uninterruptibly, until no invalidation
+ * of the owner's mm is in progress at all, if one touched the mirror since
+ * its last call; an owner whose threads invalidate in a loop (16 threads
+ * of MADV_DONTNEED) keeps that from ever happening, and the faulting
+ * attacher stayed in D state through SIGKILL.  So a fault keeps its own
+ * record instead: every invalidation that reaches a mirror of the owner is
+ * listed by the callback, before it marks the faults in progress, until
+ * the owner's invalidate_range_end, which a plain mmu_notifier of the
+ * owner's mm (one per owner, shared through mmu_notifier_get()) reports.
+ * A fault lists its window first, then waits - killably - only for the
+ * listed invalidations that overlap it: one that was listed later marks
+ * the window and the fault starts over.  If the callback cannot record an
+ * invalidation (no memory, GFP_NOWAIT), faults of that owner go back to
+ * mmu_interval_read_begin(), which is always correct.
+ */
+struct xpmem_omm {
+	struct mmu_notifier mn;
+	spinlock_t lock;		/* inflight, nr */
+	struct list_head inflight;	/* struct xpmem_inflight */
+	unsigned int nr;
+	bool lost;			/* a record failed: use the core's */
+	wait_queue_head_t wq;		/* faults waiting for an end */
+};
+
+struct xpmem_inflight {
+	struct list_head node;
+	const struct mmu_notifier_range *range;	/* identifies it at its end */
+	unsigned long start;
+	unsigned long end;
+};
+
+static struct mmu_notifier *xpmem_omm_alloc(struct mm_struct *mm)
+{
+	struct xpmem_omm *omm = kzalloc(sizeof(*omm), GFP_KERNEL_ACCOUNT);
+
+	if (!omm)
+		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&omm->lock);
+	INIT_LIST_HEAD(&omm->inflight);
+	init_waitqueue_head(&omm->wq);
+	return &omm->mn;
+}
+
+static void xpmem_omm_free(struct mmu_notifier *mn)
+{
+	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
+	struct xpmem_inflight *f, *tmp;
+
+	list_for_each_entry_safe(f, tmp, &omm->inflight, node)
+		kfree(f);
+	kfree(omm);
+}
+
+/*
+ * The end of any invalidation of the owner's mm.  Called with whatever
+ * the invalidating task holds; takes omm->lock only (a leaf) and waits
+ * for nothing.
+ */
+static void xpmem_omm_range_end(struct mmu_notifier *mn,
+				const struct mmu_notifier_range *range)
+{
+	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
+	struct xpmem_inflight *f, *found = NULL;
+
+	/* listed, if at all, by this same task before: no race */
+	if (!READ_ONCE(omm->nr))
+		return;
+	spin_lock(&omm->lock);
+	list_for_each_entry(f, &omm->inflight, node) {
+		if (f->range == range) {
+			list_del(&f->node);
+			omm->nr--;
+			found = f;
+			break;
+		}
+	}
+	spin_unlock(&omm->lock);
+	if (!found)
+		return;
+	kfree(found);
+	wake_up_all(&omm->wq);
+}
+
+static const struct mmu_notifier_ops xpmem_omm_ops = {
+	.invalidate_range_end = xpmem_omm_range_end,
+	.alloc_notifier = xpmem_omm_alloc,
+	.free_notifier = xpmem_omm_free,
+};
+
+/**
+ * xpmem_att_omm_get - the owner's record of invalidations, for @att
+ * @att: a new attachment, before its notifiers are inserted
+ * @mm: the owner's mm (with a user reference)
+ *
+ * The first ATTACH of a segment registers it (mmu_notifier_get(): the
+ * owner's mmap_lock for writing, and the core takes all the owner's locks
+ * when the mm gets its first plain notifier); the segment keeps it until
+ * it is freed, and every attachment, which holds the segment until its
+ * notifiers are removed, uses it without another reference.
+ *
+ * Return: 0 or -errno.
+ */
+int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm)
+{
+	struct xpmem_seg *seg = att->seg;
+	/* pairs with the cmpxchg_release() that publishes it below */
+	struct mmu_notifier *mn = smp_load_acquire(&seg->omm);
+
+	if (!mn) {
+		mn = mmu_notifier_get(&xpmem_omm_ops, mm);
+		if (IS_ERR(mn))
+			return PTR_ERR(mn);
+		if (cmpxchg_release(&seg->omm, NULL, mn)) {
+			mmu_notifier_put(mn);	/* another ATTACH was first */
+			mn = smp_load_acquire(&seg->omm);
+		}
+	}
+	att->omm = container_of(mn, struct xpmem_omm, mn);
+	return 0;
+}
+
+/*
+ * An invalidation [@range->start, @range->end) reaches a mirror: list it
+ * until its end, once (several mirrors see the same range).  Before the
+ * callback marks the faults in progress.
+ */
+static void xpmem_omm_note(struct xpmem_omm *omm,
+			   const struct mmu_notifier_range *range)
+{
+	struct xpmem_inflight *f, *new;
+
+	/* exit_mmap() releases without an invalidate_range_end */
+	if (range->event == MMU_NOTIFY_RELEASE)
+		return;
+	new = kmalloc(sizeof(*new), GFP_NOWAIT | __GFP_NOWARN);
+	spin_lock(&omm->lock);
+	list_for_each_entry(f, &omm->inflight, node) {
+		if (f->range == range) {
+			spin_unlock(&omm->lock);
+			kfree(new);
+			return;
+		}
+	}
+	if (new) {
+		new->range = range;
+		new->start = range->start;
+		new->end = range->end;
+		list_add(&new->node, &omm->inflight);
+		omm->nr++;
+	} else {
+		WRITE_ONCE(omm->lost, true);
+	}
+	spin_unlock(&omm->lock);
+}
+
+static bool xpmem_omm_busy(struct xpmem_omm *omm, unsigned long start,
+			   unsigned long end)
+{
+	struct xpmem_inflight *f;
+	bool busy = false;
+
+	spin_lock(&omm->lock);
+	list_for_each_entry(f, &omm->inflight, node) {
+		if (f->start < end && start < f->end) {
+			busy = true;
+			break;
+		}
+	}
+	spin_unlock(&omm->lock);
+	return busy;
+}
+
+/* ---- Windows of faults in progress -------------------------------------- */
+
+/**
+ * xpmem_fault_win_begin - list a fault's window before it is resolved
+ * @win: the window, zeroed, on the fault's stack
+ * @m: the mirror it lies in
+ * @owner: the owner's mm (hmm_range_fault() takes it from @win->changes)
+ * @start: owner address
+ * @end: owner address, past the window
+ *
+ * Listed before the first wait: an invalidation that marked nothing
+ * because it came earlier is still waited for if it has not finished.
+ */
+void xpmem_fault_win_begin(struct xpmem_fault_win *win,
+			   struct xpmem_mirror *m, struct mm_struct *owner,
+			   unsigned long start, unsigned long end)
+{
+	struct xpmem_att *att = m->att;
+
+	win->m = m;
+	win->start = start;
+	win->end = end;
+	win->changes.mm = owner;
+	mutex_lock(&att->lock);
+	list_add(&win->node, &att->faults);
+	mutex_unlock(&att->lock);
+}
+
+/*
+ * Wait until no invalidation that may have missed the listed window of a
+ * fault over owner [@start, @end) of mirror @m is in progress; the ones
+ * that come later mark the window.  Killable: an owner that invalidates
+ * the range without pause delays the fault, but a fatal signal ends the
+ * wait.
+ *
+ * Return: 0, or -EINTR.
+ */
+static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
+				    unsigned long start, unsigned long end)
+{
+	struct xpmem_omm *omm = m->att->omm;
+
+	if (READ_ONCE(omm->lost)) {
+		mmu_interval_read_begin(&m->notifier);
+		return 0;
+	}
+	if (wait_event_killable(omm->wq, !xpmem_omm_busy(omm, start, end)))
+		return -EINTR;
+	return 0;
+}
+
+/**
+ * xpmem_fault_win_settle - clear the window's mark and wait until it can
+ * be resolved
+ * @win: a listed window
+ *
+ * Context: may sleep; no att->lock held.
+ * Return: 0, or -EINTR on a fatal signal.
+ */
+int xpmem_fault_win_settle(struct xpmem_fault_win *win)
+{
+	struct xpmem_att *att = win->m->att;
+
+	/* a mark set after this test is seen by the next attempt */
+	if (mmu_interval_check_retry(&win->changes, 0)) {
+		mutex_lock(&att->lock);
+		mmu_interval_set_seq(&win->changes, 0);
+		mutex_unlock(&att->lock);
+	}
+	return xpmem_fault_wait_settled(win->m, win->start, win->end);
+}
+
+/**
+ * xpmem_fault_win_stale - did an invalidation overlap the window since
+ * xpmem_fault_win_settle()?
+ * @win: a listed window
+ *
+ * Context: under att->lock, where the answer holds until it is dropped.
+ */
+bool xpmem_fault_win_stale(struct xpmem_fault_win *win)
+{
+	lockdep_assert_held(&win->m->att->lock);
+	return mmu_interval_check_retry(&win->changes, 0);
+}
+
+/**
+ * xpmem_fault_win_end - unlist the window
+ * @win: a listed window
+ * @locked: the caller holds att->lock
+ */
+void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked)
+{
+	struct xpmem_att *att = win->m->att;
+
+	if (!locked)
+		mutex_lock(&att->lock);
+	lockdep_assert_held(&att->lock);
+	list_del(&win->node);
+	if (!locked)
+		mutex_unlock(&att->lock);
+}
+
+/* ---- Owner pages known writable ----------------------------------------- */
+
+/* att->wok entries: owner address | XPMEM_WOK_VALID */
+#define XPMEM_WOK_VALID		1UL
+
+static struct xpmem_wok *xpmem_wok_slot(struct xpmem_att *att,
+					unsigned long oaddr)
+{
+	return &att->wok[hash_long(oaddr >> PAGE_SHIFT, XPMEM_WOK_BITS)];
+}
+
+/**
+ * xpmem_wok_remember - a write fault found the owner's page writable
+ * @att: the attachment
+ * @oaddr: owner address of the page
+ * @pfn: the page
+ *
+ * Remembered for the ->pfn_mkwrite that may follow, until an invalidation
+ * touches @oaddr.  Under att->lock, window not stale.
+ */
+void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
+			unsigned long pfn)
+{
+	struct xpmem_wok *w = xpmem_wok_slot(att, oaddr);
+
+	lockdep_assert_held(&att->lock);
+	w->oaddr = oaddr | XPMEM_WOK_VALID;
+	w->pfn = pfn;
+}
+
+/**
+ * xpmem_wok_take - is the owner's page at @oaddr still known writable?
+ * @att: the attachment
+ * @oaddr: owner address of the page
+ * @pfn: the page the attacher's PTE names
+ *
+ * Forgets it on a hit (one ->pfn_mkwrite per write fault).  Under att->lock.
+ */
+bool xpmem_wok_take(struct xpmem_att *att, unsigned long oaddr,
+		    unsigned long pfn)
+{
+	struct xpmem_wok *w = xpmem_wok_slot(att, oaddr);
+
+	lockdep_assert_held(&att->lock);
+	if (w->oaddr != (oaddr | XPMEM_WOK_VALID) || w->pfn != pfn)
+		return false;
+	w->oaddr = 0;
+	return true;
+}
+
+/* ---- Invalidation -------------------------------------------------------- */
+
+/*
+ * An owner range [start, end) changes: faults in progress over it start
+ * over, and its pages are no longer known to be writable.  Under att->lock.
+ */
+static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
+				 unsigned long end)
+{
+	struct xpmem_fault_win *win;
+	unsigned int i;
+
+	lockdep_assert_held(&att->lock);
+	list_for_each_entry(win, &att->faults, node)
+		if (win->start < end && start < win->end)
+			mmu_interval_set_seq(&win->changes, 1);
+	for (i = 0; i < XPMEM_WOK_SLOTS; i++)
+		if (att->wok[i].oaddr >= start && att->wok[i].oaddr < end)
+			att->wok[i].oaddr = 0;
+}
+
+/*
+ * The invalidate callback.  Called by the core with the owner's mmap_lock,
+ * folio locks or a file's i_mmap_rwsem possibly held, and from reclaim.
+ * May wait for: att->lock (held only briefly, never across an allocation
+ * or a wait), and the zap worker, which needs the attachment's own
+ * i_mmap_rwsem and page table locks only - and only when the attachment
+ * may have a PTE in the range, which excludes every range the core holds
+ * an attachment's i_mmap_rwsem for (see "Zapping" above).  It never waits
+ * for a fault, a copy, or anything an attacher holds.
+ */
+static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq)
+{
+	struct xpmem_mirror *m = container_of(mni, struct xpmem_mirror,
+					      notifier);
+	struct xpmem_att *att = m->att;
+	unsigned long start = max(range->start, m->r.oaddr);
+	unsigned long end = min(range->end, m->r.oaddr + m->r.len);
+	bool blockable = mmu_notifier_range_blockable(range);
+	bool mapped, zap;
+
+	/* Caused by our own zap of attachment VMAs: nothing mirrors those. */
+	if (xpmem_in_zap_worker())
+		return true;
+
+	if (blockable) {
+		xpmem_omm_note(att->omm, range);
+		mutex_lock(&att->lock);
+	} else if (!mutex_trylock(&att->lock)) {
+		return false;
+	}
+	/*
+	 * Once an attachment has had VMAs and lost them all it never gets
+	 * one again, so with none there is no PTE to zap and even the OOM
+	 * reaper's non-blockable invalidation can succeed.
+	 */
+	mapped = atomic_read(&att->nr_vmas) > 0;
+	if (!blockable && mapped) {
+		mutex_unlock(&att->lock);
+		return false;		/* zapping sleeps */
+	}
+	/* a VMA may come (an ATTACH in progress): its faults must wait */
+	if (!blockable)
+		xpmem_omm_note(att->omm, range);
+	/*
+	 * Mark, under the lock PTE insertion holds, the faults in progress
+	 * whose window this range overlaps: a fault that inserted before this
+	 * point is zapped below, one that takes the lock after it sees the
+	 * mark and starts over.  Faults elsewhere in the attachment carry on.
+	 */
+	mmu_interval_set_seq(mni, cur_seq);
+	xpmem_att_mark_stale(att, range->start, range->end);
+	/*
+	 * Zap (and wait for the worker) only if a PTE may exist there: never
+	 * for a range of attachment VMAs, which the core may be splitting or
+	 * moving with their i_mmap_rwsem held (see "Zapping" above).
+	 */
+	zap = mapped && start < end &&
+	      xpmem_att_mapped_test_clear(att, m->r.off + (start - m->r.oaddr),
+					  end - start);
+	mutex_unlock(&att->lock);
+
+	atomic_long_inc(&xpmem_stats.invalidations);
+	if (zap)
+		xpmem_att_zap(att, m->r.off + (start - m->r.oaddr),
+			      end - start);
+	return true;
+}
+
+const struct mmu_interval_notifier_ops xpmem_att_mni_ops = {
+	.invalidate = xpmem_att_invalidate,
+};
+
+/**
+ * xpmem_mirror_defer - run @work on the module's queue for waits the owner
+ * can prolong (apart from the zap worker, which such work may wait for)
+ * @work: the work
+ */
+void xpmem_mirror_defer(struct work_struct *work)
+{
+	queue_work(xpmem_free_wq, work);
+}
+
+int xpmem_mirror_init(void)
+{
+	xpmem_zap_wq = alloc_workqueue("xpmem_zap", WQ_MEM_RECLAIM, 0);
+	if (!xpmem_zap_wq)
+		return -ENOMEM;
+	xpmem_free_wq = alloc_workqueue("xpmem_free", 0, 0);
+	if (!xpmem_free_wq) {
+		destroy_workqueue(xpmem_zap_wq);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void xpmem_mirror_exit(void)
+{
+	/* an attachment end may still be returning from its last put */
+	destroy_workqueue(xpmem_free_wq);
+	/* the owners' records are freed after an SRCU grace period */
+	mmu_notifier_synchronize();
+	destroy_workqueue(xpmem_zap_wq);
+}
