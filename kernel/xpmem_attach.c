@@ -7,7 +7,7 @@
  * gives it an address_space, so invalidating it is unmap_mapping_range(),
  * whoever maps it and however its VMAs were split or moved; its
  * mmu_interval_notifiers, one per segment range it maps, cover the owner's
- * ranges (the mirror, xpmem_fault.c).
+ * ranges (the mirror, xpmem_mirror.c).
  *
  * An attachment ends when its last VMA is unmapped and its file released.
  * RELEASE of its permit, REMOVE of its segment, and the owner's exit make
@@ -152,7 +152,7 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 	 * VM_IO keeps it so (madvise(MADV_DOFORK) refuses VM_IO), and keeps
 	 * get_user_pages() and hmm_range_fault() away.
 	 */
-	/* never over the source range it mirrors (xpmem_fault.c) */
+	/* never over the source range it mirrors (xpmem_mirror.c) */
 	if (xpmem_att_maps_itself(att->seg, vma->vm_mm, vma->vm_start, att->offset,
 				  att->size))
 		return -EADDRNOTAVAIL;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xpmem_copy.c - copies through a permit (EXT_COPY), and the extension
- * commands as io_uring commands
+ * xpmem_copy.c - copies through a permit (EXT_COPY), from an ioctl or an
+ * io_uring command (xpmem_main.c)
  *
  * A copy needs no attachment: the owner's pages of a few pages of the
  * range are pinned under the owner's mmap_lock (read), the lock is
@@ -21,7 +21,7 @@
  * first byte; copying a byte twice is harmless.
  *
  * Revocation: the bytes of a batch move inside a revocation read section
- * (xpmem_fault.c) that first checks the permit and the segment, with page
+ * (xpmem_revoke.c) that first checks the permit and the segment, with page
  * faults disabled; where the caller's buffer needs a fault, the section
  * ends, the buffer is faulted in, and a new section checks again.  REMOVE
  * and RELEASE wait for the sections in progress (bounded: a memcpy of at
@@ -317,7 +317,8 @@ static int xpmem_copy_import_fixed(const struct xpmem_ext_copy *cmd,
 /**
  * xpmem_copy - EXT_COPY: copy between the caller's buffers and a segment
  * @ctx: the caller's device context
- * @cmd: the argument (xpmem_uapi.h), copied in
+ * @cmd: the argument (xpmem_uapi.h), copied in and checked
+ *       (xpmem_main.c)
  * @nowait: io_uring's inline issue: -EAGAIN rather than wait for the
  *          owner's mmap_lock
  * @fixed: the io_uring command whose registered buffer is the local
@@ -341,10 +342,6 @@ ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 	size_t count;
 	ssize_t ret;
 
-	if ((cmd->flags & ~XPMEM_EXT_COPY_FLAGS) || cmd->reserved0 ||
-	    cmd->reserved[0] || cmd->reserved[1] || cmd->reserved[2] ||
-	    cmd->apid <= 0)
-		return -EINVAL;
 	/* a copy a worker will do is not looked at twice */
 	if (nowait && !(cmd->flags & XPMEM_EXT_COPY_IOV) &&
 	    cmd->len > XPMEM_COPY_INLINE_MAX)
@@ -394,80 +391,4 @@ put_permit:
 free_iov:
 	kfree(alloc);
 	return ret;
-}
-
-/*
- * The argument of an io_uring command: its struct xpmem_ext_uring_cmd,
- * then the struct it points to.
- */
-static int xpmem_uring_arg(struct io_uring_cmd *ioucmd, void *arg,
-			   size_t size)
-{
-	const struct xpmem_ext_uring_cmd *uc = xpmem_uring_cmd_area(ioucmd);
-	u64 uarg = READ_ONCE(uc->arg);
-
-	if (READ_ONCE(uc->reserved))
-		return -EINVAL;
-	if (copy_from_user(arg, u64_to_user_ptr(uarg), size))
-		return -EFAULT;
-	return 0;
-}
-
-/**
- * xpmem_populate - EXT_POPULATE
- * @cmd: the argument (xpmem_uapi.h), copied in
- *
- * Return: what xpmem_att_populate_range() returns, or -EINVAL for unknown
- * flags and non-zero reserved fields.
- */
-int xpmem_populate(const struct xpmem_ext_populate *cmd)
-{
-	if ((cmd->flags & ~XPMEM_EXT_POPULATE_FLAGS) || cmd->reserved0 ||
-	    cmd->reserved[0] || cmd->reserved[1])
-		return -EINVAL;
-	return xpmem_att_populate_range(cmd->vaddr, cmd->len,
-					cmd->flags & XPMEM_EXT_POPULATE_WRITE);
-}
-
-/**
- * xpmem_uring_cmd - file_operations.uring_cmd of /dev/xpmem
- * @ioucmd: the command; cmd_op is the ioctl number
- * @issue_flags: IO_URING_F_*
- *
- * Runs in the submitting process (inline, or in one of its io_uring
- * workers, which share its mm), so the rules of the ioctls apply as they
- * are: another process's device file is -XPMEM_ERRNO_NOPROC.
- *
- * Return: what the ioctl would return, -EAGAIN to be issued again from
- * a worker (io_uring then copies the command area, which holds only the
- * argument's address), or -EIOCBQUEUED for a result posted already
- * (xpmem_uring_result()).
- */
-int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
-{
-	struct xpmem_ctx *ctx = ioucmd->file->private_data;
-	bool nowait = issue_flags & IO_URING_F_NONBLOCK;
-	struct xpmem_ext_populate pop;
-	struct xpmem_ext_copy cmd;
-	ssize_t ret;
-
-	if (ctx->mm != current->mm)
-		return -XPMEM_ERRNO_NOPROC;
-	switch (ioucmd->cmd_op) {
-	case XPMEM_CMD_EXT_COPY:
-		ret = xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd));
-		if (!ret)
-			ret = xpmem_copy(ctx, &cmd, nowait,
-					 (ioucmd->flags & IORING_URING_CMD_FIXED) ?
-					 ioucmd : NULL);
-		return xpmem_uring_result(ioucmd, ret, issue_flags);
-	case XPMEM_CMD_EXT_POPULATE:
-		/* faults take locks and wait: a worker's job */
-		if (nowait)
-			return -EAGAIN;
-		ret = xpmem_uring_arg(ioucmd, &pop, sizeof(pop));
-		return ret ? ret : xpmem_populate(&pop);
-	default:
-		return -ENOTTY;
-	}
 }

@@ -86,13 +86,13 @@
  *                                RELEASE (write, taken and dropped); a
  *                                read section is a memcpy with page
  *                                faults off, nothing nests in it but the
- *                                object flags it reads (xpmem_fault.c)
+ *                                object flags it reads (xpmem_revoke.c)
  *   omm->lock                    the owner's invalidations in flight;
  *                                leaf spinlock, taken by the invalidate
  *                                callback (before att->lock, or inside
  *                                it when non-blockable), by the owner's
  *                                invalidate_range_end and by faults
- *                                (xpmem_fault.c)
+ *                                (xpmem_mirror.c)
  *   xpmem_key_lock               requested keys of segments: changes of
  *                                the key table (mutex; nothing but the
  *                                table's own bucket locks nests in it,
@@ -157,7 +157,7 @@ struct vm_area_struct;
 
 /*
  * Owner pages an attachment remembers as "writable, resolved by a write
- * fault" until an invalidation touches them (xpmem_fault.c); a small table
+ * fault" until an invalidation touches them (xpmem_mirror.c); a small table
  * indexed by a hash of the owner address.
  */
 #define XPMEM_WOK_BITS		4
@@ -252,7 +252,7 @@ struct xpmem_seg {
 	u8 auth_len;			/* 0: no authorization key */
 	u8 auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
 	/*
-	 * The owner's record of invalidations in flight (xpmem_fault.c):
+	 * The owner's record of invalidations in flight (xpmem_mirror.c):
 	 * registered by the first ATTACH, shared by every attachment of the
 	 * segment, put when the segment is freed.
 	 */
@@ -287,7 +287,7 @@ struct xpmem_permit {
 
 /*
  * The part of one segment range an attachment maps, and the notifier that
- * mirrors it (xpmem_fault.c).
+ * mirrors it (xpmem_mirror.c).
  */
 struct xpmem_mirror {
 	struct mmu_interval_notifier notifier;
@@ -311,7 +311,7 @@ struct xpmem_att {
 	struct mutex pt_lock;		/* page table population (fault.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
 	bool dead;			/* under lock: SIGBUS on fault */
-	/* under lock: windows of faults in progress (xpmem_fault.c) */
+	/* under lock: windows of faults in progress (xpmem_mirror.c) */
 	struct list_head faults;
 	/* under lock: owner pages a write fault found writable */
 	struct xpmem_wok {
@@ -322,7 +322,7 @@ struct xpmem_att {
 	 * Segment offsets that may have a PTE or PMD: a bitmap per block of
 	 * XPMEM_MAPPED_BLOCK pages, set under att->lock before insertion,
 	 * tested and cleared by the invalidate callback under att->lock
-	 * (xpmem_fault.c).  An invalidation that finds nothing set needs no
+	 * (xpmem_mirror.c).  An invalidation that finds nothing set needs no
 	 * zap and waits for nothing.
 	 */
 	struct xarray mapped;
@@ -500,11 +500,9 @@ int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
 void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);
 void xpmem_seg_end(struct xpmem_seg *seg);
 
-/* xpmem_copy.c: copies through a permit; io_uring commands */
+/* xpmem_copy.c: copies through a permit */
 ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 		   bool nowait, struct io_uring_cmd *fixed);
-int xpmem_populate(const struct xpmem_ext_populate *cmd);
-int xpmem_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 
 /*
  * xpmem_proc.c: the classic /proc/xpmem files, and the objects of each
@@ -516,6 +514,9 @@ void xpmem_proc_open(struct xpmem_ctx *ctx);
 void xpmem_proc_flush(struct xpmem_ctx *ctx, struct file *file);
 void xpmem_proc_close(struct xpmem_ctx *ctx);
 
-/* xpmem_main.c: the device, ioctl dispatch (calls everything above) */
+/*
+ * xpmem_main.c: every user entry point - the device, its ioctls and its
+ * io_uring commands (calls everything above)
+ */
 
 #endif /* _XPMEM_INTERNAL_H */

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xpmem_main.c - the /dev/xpmem misc device: open, release, ioctl dispatch
+ * xpmem_main.c - every user entry point of xpmem.ko: the /dev/xpmem misc
+ * device (open, flush, release), its ioctls and its io_uring commands
  *
  * The classic commands are _IO('x', 0..8) with their historical argument
  * layouts, the extension commands _IOWR('x', 0x20 + n, struct) with
- * fixed-width ones (include/xpmem_uapi.h).  Each command copies its argument in,
- * calls one function, and copies the result out; a result that cannot be
- * copied out is undone so nothing is left behind that the caller cannot
- * name.
+ * fixed-width ones (include/xpmem_uapi.h).  Each command copies its
+ * argument in, checks it (one xpmem_check_*() per extension command,
+ * shared by the ioctl and the io_uring paths), calls one function of the
+ * core and copies the result out; a result that cannot be copied out is
+ * undone so nothing is left behind that the caller cannot name.
  */
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -17,6 +19,7 @@
 #include <linux/uaccess.h>
 
 #include "xpmem_internal.h"
+#include "compat.h"
 
 static int xpmem_open(struct inode *inode, struct file *file)
 {
@@ -165,45 +168,12 @@ static long xpmem_ioctl_detach(struct xpmem_ctx *ctx, void __user *uarg)
 	return xpmem_cmd_detach(ctx, cmd.vaddr);
 }
 
-/* Extension commands this module serves (xpmem_ext_query.commands). */
-#define XPMEM_EXT_COMMANDS	(XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_QUERY) | \
-				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_ATTACH) | \
-				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_MAKE) | \
-				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_GET) | \
-				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_COPY) | \
-				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_POPULATE))
-
 static bool xpmem_zeroed(const void *p, size_t len)
 {
 	return !memchr_inv(p, 0, len);
 }
 
-static long xpmem_ioctl_ext_query(void __user *uarg)
-{
-	struct xpmem_ext_query q;
-
-	if (copy_from_user(&q, uarg, sizeof(q)))
-		return -EFAULT;
-	if (q.flags || q.reserved0 ||
-	    !xpmem_zeroed(q.reserved, sizeof(q.reserved)))
-		return -EINVAL;
-	memset(&q, 0, sizeof(q));
-	q.abi_version = XPMEM_EXT_ABI_VERSION;
-	q.module_version = XPMEM_VERSION_CODE;
-	q.fault_window_pages = xpmem_fault_window_pages();
-	q.features = XPMEM_EXT_KF_ATTACH | XPMEM_EXT_KF_KEYS |
-		     XPMEM_EXT_KF_COPY | XPMEM_EXT_KF_MAKE_IOV |
-		     (IS_ENABLED(CONFIG_IO_URING) ?
-		      XPMEM_EXT_KF_URING | XPMEM_EXT_KF_URING_FIXED : 0) |
-		     (xpmem_fault_huge_enabled() ? XPMEM_EXT_KF_HUGE_PMD : 0);
-	q.commands = XPMEM_EXT_COMMANDS;
-	q.max_segments = READ_ONCE(xpmem_max_segments);
-	q.max_permits = READ_ONCE(xpmem_max_permits);
-	q.max_attachments = READ_ONCE(xpmem_max_attachments);
-	if (copy_to_user(uarg, &q, sizeof(q)))
-		return -EFAULT;
-	return 0;
-}
+/* ---- Checks of the extension commands' arguments ------------------------ */
 
 /*
  * A key field: given (@set) exactly when 1 <= @len <= @max, and every
@@ -214,6 +184,100 @@ static bool xpmem_key_field_ok(bool set, u32 len, const u8 *buf, u32 max)
 	if (!set)
 		return !len && xpmem_zeroed(buf, max);
 	return len && len <= max && xpmem_zeroed(buf + len, max - len);
+}
+
+static int xpmem_check_query(const struct xpmem_ext_query *q)
+{
+	if (q->flags || q->reserved0 ||
+	    !xpmem_zeroed(q->reserved, sizeof(q->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+static int xpmem_check_make(const struct xpmem_ext_make *cmd)
+{
+	if ((cmd->flags & ~XPMEM_EXT_MAKE_FLAGS) ||
+	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
+	    !xpmem_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_KEY, cmd->key_len,
+				cmd->key, sizeof(cmd->key)) ||
+	    !xpmem_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_AUTH,
+				cmd->auth_len, cmd->auth, sizeof(cmd->auth)))
+		return -EINVAL;
+	return 0;
+}
+
+static int xpmem_check_get(const struct xpmem_ext_get *cmd)
+{
+	int access = cmd->flags & (XPMEM_RDONLY | XPMEM_RDWR);
+
+	if ((cmd->flags & ~XPMEM_EXT_GET_FLAGS) ||
+	    (access != XPMEM_RDONLY && access != XPMEM_RDWR) ||
+	    cmd->reserved0 ||
+	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
+	    !xpmem_key_field_ok(cmd->flags & XPMEM_EXT_GET_BY_KEY,
+				cmd->key_len, cmd->key, sizeof(cmd->key)) ||
+	    !xpmem_key_field_ok(cmd->flags & XPMEM_EXT_GET_AUTH,
+				cmd->auth_len, cmd->auth, sizeof(cmd->auth)))
+		return -EINVAL;
+	/* by key or by segid, not both */
+	if ((cmd->flags & XPMEM_EXT_GET_BY_KEY) ? cmd->segid : cmd->segid <= 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* (xpmem_attach() checks the flags, the offset and the size) */
+static int xpmem_check_attach(const struct xpmem_ext_attach *cmd)
+{
+	if (cmd->reserved0 ||
+	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
+	    cmd->vaddr > TASK_SIZE)
+		return -EINVAL;
+	return 0;
+}
+
+/* (xpmem_copy() checks the range against the segment) */
+static int xpmem_check_copy(const struct xpmem_ext_copy *cmd)
+{
+	if ((cmd->flags & ~XPMEM_EXT_COPY_FLAGS) || cmd->reserved0 ||
+	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
+	    cmd->apid <= 0)
+		return -EINVAL;
+	return 0;
+}
+
+static int xpmem_check_populate(const struct xpmem_ext_populate *cmd)
+{
+	if ((cmd->flags & ~XPMEM_EXT_POPULATE_FLAGS) || cmd->reserved0 ||
+	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- Extension commands, once their argument is in and checked ---------- */
+
+/* Extension commands this module serves (xpmem_ext_query.commands). */
+#define XPMEM_EXT_COMMANDS	(XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_QUERY) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_ATTACH) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_MAKE) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_GET) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_COPY) | \
+				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_POPULATE))
+
+static void xpmem_query(struct xpmem_ext_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->abi_version = XPMEM_EXT_ABI_VERSION;
+	q->module_version = XPMEM_VERSION_CODE;
+	q->fault_window_pages = xpmem_fault_window_pages();
+	q->features = XPMEM_EXT_KF_ATTACH | XPMEM_EXT_KF_KEYS |
+		      XPMEM_EXT_KF_COPY | XPMEM_EXT_KF_MAKE_IOV |
+		      (IS_ENABLED(CONFIG_IO_URING) ?
+		       XPMEM_EXT_KF_URING | XPMEM_EXT_KF_URING_FIXED : 0) |
+		      (xpmem_fault_huge_enabled() ? XPMEM_EXT_KF_HUGE_PMD : 0);
+	q->commands = XPMEM_EXT_COMMANDS;
+	q->max_segments = READ_ONCE(xpmem_max_segments);
+	q->max_permits = READ_ONCE(xpmem_max_permits);
+	q->max_attachments = READ_ONCE(xpmem_max_attachments);
 }
 
 /*
@@ -245,46 +309,87 @@ static int xpmem_make_iov(const struct xpmem_ext_make *cmd,
 	return 0;
 }
 
+static int xpmem_ext_make(struct xpmem_ctx *ctx,
+			  const struct xpmem_ext_make *cmd,
+			  xpmem_segid_t *segid)
+{
+	struct xpmem_seg_opts opts = {
+		.rdonly = cmd->flags & XPMEM_EXT_MAKE_RDONLY,
+	};
+	struct xpmem_ext_iov one, *iov;
+	int ret;
+
+	ret = xpmem_make_iov(cmd, &one, &iov);
+	if (ret)
+		return ret;
+	if (cmd->flags & XPMEM_EXT_MAKE_KEY) {
+		opts.key = cmd->key;
+		opts.key_len = cmd->key_len;
+	}
+	if (cmd->flags & XPMEM_EXT_MAKE_AUTH) {
+		opts.auth = cmd->auth;
+		opts.auth_len = cmd->auth_len;
+	}
+	ret = xpmem_seg_make(ctx, iov ? iov : &one, iov ? cmd->size : 1,
+			     cmd->mode, &opts, segid);
+	kfree(iov);
+	return ret;
+}
+
+static int xpmem_ext_get(struct xpmem_ctx *ctx,
+			 const struct xpmem_ext_get *cmd,
+			 xpmem_segid_t *segid, xpmem_apid_t *apid)
+{
+	struct xpmem_seg_opts opts = {};
+	struct xpmem_seg *seg;
+
+	if (cmd->flags & XPMEM_EXT_GET_BY_KEY)
+		seg = xpmem_seg_lookup_key(cmd->key, cmd->key_len);
+	else
+		seg = xpmem_seg_lookup(cmd->segid);
+	if (!seg)
+		return -ENOENT;
+	*segid = seg->id.id;
+	if (cmd->flags & XPMEM_EXT_GET_AUTH) {
+		opts.auth = cmd->auth;
+		opts.auth_len = cmd->auth_len;
+	}
+	return xpmem_get(ctx, seg, cmd->flags & (XPMEM_RDONLY | XPMEM_RDWR),
+			 &opts, apid);
+}
+
+/* ---- ioctl: extension commands ------------------------------------------ */
+
+static long xpmem_ioctl_ext_query(void __user *uarg)
+{
+	struct xpmem_ext_query q;
+
+	if (copy_from_user(&q, uarg, sizeof(q)))
+		return -EFAULT;
+	if (xpmem_check_query(&q))
+		return -EINVAL;
+	xpmem_query(&q);
+	if (copy_to_user(uarg, &q, sizeof(q)))
+		return -EFAULT;
+	return 0;
+}
+
 static long xpmem_ioctl_ext_make(struct xpmem_ctx *ctx, void __user *uarg)
 {
-	struct xpmem_ext_iov one, *iov;
-	struct xpmem_seg_opts opts = {};
 	struct xpmem_ext_make cmd;
 	xpmem_segid_t segid;
 	int ret;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	ret = -EINVAL;
-	if ((cmd.flags & ~XPMEM_EXT_MAKE_FLAGS) ||
-	    !xpmem_zeroed(cmd.reserved, sizeof(cmd.reserved)) ||
-	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_MAKE_KEY, cmd.key_len,
-				cmd.key, sizeof(cmd.key)) ||
-	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_MAKE_AUTH, cmd.auth_len,
-				cmd.auth, sizeof(cmd.auth)))
-		goto out;
-	ret = xpmem_make_iov(&cmd, &one, &iov);
-	if (ret)
-		goto out;
-	opts.rdonly = cmd.flags & XPMEM_EXT_MAKE_RDONLY;
-	if (cmd.flags & XPMEM_EXT_MAKE_KEY) {
-		opts.key = cmd.key;
-		opts.key_len = cmd.key_len;
-	}
-	if (cmd.flags & XPMEM_EXT_MAKE_AUTH) {
-		opts.auth = cmd.auth;
-		opts.auth_len = cmd.auth_len;
-	}
-	ret = xpmem_seg_make(ctx, iov ? iov : &one, iov ? cmd.size : 1,
-			     cmd.mode, &opts, &segid);
-	kfree(iov);
-	if (ret)
-		goto out;
-	if (put_user(segid, &((struct xpmem_ext_make __user *)uarg)->segid)) {
+	ret = xpmem_check_make(&cmd);
+	if (!ret)
+		ret = xpmem_ext_make(ctx, &cmd, &segid);
+	if (!ret &&
+	    put_user(segid, &((struct xpmem_ext_make __user *)uarg)->segid)) {
 		xpmem_remove(ctx, segid);
 		ret = -EFAULT;
 	}
-out:
 	memzero_explicit(&cmd, sizeof(cmd));	/* the authorization key */
 	return ret;
 }
@@ -292,50 +397,21 @@ out:
 static long xpmem_ioctl_ext_get(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_ext_get __user *ucmd = uarg;
-	struct xpmem_seg_opts opts = {};
 	struct xpmem_ext_get cmd;
-	struct xpmem_seg *seg;
 	xpmem_segid_t segid;
 	xpmem_apid_t apid;
-	int access, ret;
+	int ret;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	access = cmd.flags & (XPMEM_RDONLY | XPMEM_RDWR);
-	ret = -EINVAL;
-	if ((cmd.flags & ~XPMEM_EXT_GET_FLAGS) ||
-	    (access != XPMEM_RDONLY && access != XPMEM_RDWR) ||
-	    cmd.reserved0 || !xpmem_zeroed(cmd.reserved, sizeof(cmd.reserved)) ||
-	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_GET_BY_KEY, cmd.key_len,
-				cmd.key, sizeof(cmd.key)) ||
-	    !xpmem_key_field_ok(cmd.flags & XPMEM_EXT_GET_AUTH, cmd.auth_len,
-				cmd.auth, sizeof(cmd.auth)))
-		goto out;
-	if (cmd.flags & XPMEM_EXT_GET_BY_KEY) {
-		if (cmd.segid)
-			goto out;
-		seg = xpmem_seg_lookup_key(cmd.key, cmd.key_len);
-	} else {
-		if (cmd.segid <= 0)
-			goto out;
-		seg = xpmem_seg_lookup(cmd.segid);
-	}
-	ret = -ENOENT;
-	if (!seg)
-		goto out;
-	segid = seg->id.id;
-	if (cmd.flags & XPMEM_EXT_GET_AUTH) {
-		opts.auth = cmd.auth;
-		opts.auth_len = cmd.auth_len;
-	}
-	ret = xpmem_get(ctx, seg, access, &opts, &apid);
-	if (ret)
-		goto out;
-	if (put_user(apid, &ucmd->apid) || put_user(segid, &ucmd->segid)) {
+	ret = xpmem_check_get(&cmd);
+	if (!ret)
+		ret = xpmem_ext_get(ctx, &cmd, &segid, &apid);
+	if (!ret &&
+	    (put_user(apid, &ucmd->apid) || put_user(segid, &ucmd->segid))) {
 		xpmem_release_permit(ctx, apid);
 		ret = -EFAULT;
 	}
-out:
 	memzero_explicit(&cmd, sizeof(cmd));	/* the authorization key */
 	return ret;
 }
@@ -348,10 +424,9 @@ static long xpmem_ioctl_ext_attach(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	if (cmd.reserved0 || !xpmem_zeroed(cmd.reserved, sizeof(cmd.reserved)))
-		return -EINVAL;
-	if (cmd.vaddr > TASK_SIZE)
-		return -EINVAL;
+	ret = xpmem_check_attach(&cmd);
+	if (ret)
+		return ret;
 	vaddr = cmd.vaddr;
 	ret = xpmem_attach(ctx, cmd.apid, cmd.offset, cmd.size, &vaddr,
 			   cmd.flags);
@@ -371,7 +446,7 @@ static long xpmem_ioctl_ext_copy(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_copy(ctx, &cmd, false, NULL);
+	return xpmem_check_copy(&cmd) ?: xpmem_copy(ctx, &cmd, false, NULL);
 }
 
 static long xpmem_ioctl_ext_populate(void __user *uarg)
@@ -380,8 +455,12 @@ static long xpmem_ioctl_ext_populate(void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_populate(&cmd);
+	return xpmem_check_populate(&cmd) ?:
+	       xpmem_att_populate_range(cmd.vaddr, cmd.len,
+					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
 }
+
+/* ---- ioctl -------------------------------------------------------------- */
 
 static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
@@ -423,6 +502,82 @@ static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case XPMEM_CMD_FORK_END:
 		/* Nothing is pinned, so fork needs no preparation. */
 		return 0;
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* ---- io_uring commands -------------------------------------------------- */
+
+/*
+ * The argument of an io_uring command: its struct xpmem_ext_uring_cmd,
+ * then the struct it points to.
+ */
+static int xpmem_uring_arg(struct io_uring_cmd *ioucmd, void *arg,
+			   size_t size)
+{
+	const struct xpmem_ext_uring_cmd *uc = xpmem_uring_cmd_area(ioucmd);
+	u64 uarg = READ_ONCE(uc->arg);
+
+	if (READ_ONCE(uc->reserved))
+		return -EINVAL;
+	if (copy_from_user(arg, u64_to_user_ptr(uarg), size))
+		return -EFAULT;
+	return 0;
+}
+
+static int xpmem_uring_copy(struct xpmem_ctx *ctx,
+			    struct io_uring_cmd *ioucmd,
+			    unsigned int issue_flags)
+{
+	bool fixed = ioucmd->flags & IORING_URING_CMD_FIXED;
+	struct xpmem_ext_copy cmd;
+	ssize_t ret;
+
+	ret = xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd)) ?:
+	      xpmem_check_copy(&cmd) ?:
+	      xpmem_copy(ctx, &cmd, issue_flags & IO_URING_F_NONBLOCK,
+			 fixed ? ioucmd : NULL);
+	return xpmem_uring_result(ioucmd, ret, issue_flags);
+}
+
+static int xpmem_uring_populate(struct io_uring_cmd *ioucmd,
+				unsigned int issue_flags)
+{
+	struct xpmem_ext_populate cmd;
+
+	/* faults take locks and wait: a worker's job */
+	if (issue_flags & IO_URING_F_NONBLOCK)
+		return -EAGAIN;
+	return xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd)) ?:
+	       xpmem_check_populate(&cmd) ?:
+	       xpmem_att_populate_range(cmd.vaddr, cmd.len,
+					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
+}
+
+/*
+ * file_operations.uring_cmd: cmd_op is the ioctl number.  Runs in the
+ * submitting process (inline, or in one of its io_uring workers, which
+ * share its mm), so the rules of the ioctls apply as they are: another
+ * process's device file is -XPMEM_ERRNO_NOPROC.
+ *
+ * Return: what the ioctl would return, -EAGAIN to be issued again from
+ * a worker (io_uring then copies the command area, which holds only the
+ * argument's address), or -EIOCBQUEUED for a result posted already
+ * (xpmem_uring_result()).
+ */
+static int xpmem_uring_cmd(struct io_uring_cmd *ioucmd,
+			   unsigned int issue_flags)
+{
+	struct xpmem_ctx *ctx = ioucmd->file->private_data;
+
+	if (ctx->mm != current->mm)
+		return -XPMEM_ERRNO_NOPROC;
+	switch (ioucmd->cmd_op) {
+	case XPMEM_CMD_EXT_COPY:
+		return xpmem_uring_copy(ctx, ioucmd, issue_flags);
+	case XPMEM_CMD_EXT_POPULATE:
+		return xpmem_uring_populate(ioucmd, issue_flags);
 	default:
 		return -ENOTTY;
 	}

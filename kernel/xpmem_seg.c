@@ -5,7 +5,7 @@
  * A segment is the owner's promise that a range of its address space may
  * be attached: identity (the segid), permissions and the owner's mm.  It
  * never pins the owner's pages and mirrors nothing itself; each
- * attachment mirrors the part it maps (xpmem_fault.c).
+ * attachment mirrors the part it maps (xpmem_mirror.c).
  */
 #include <linux/cred.h>
 #include <linux/ipc_namespace.h>
