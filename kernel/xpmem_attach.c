@@ -578,6 +578,94 @@ int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
 	return 0;
 }
 
+/* An ATTACH request's form, before anything is looked up. */
+static bool xpmem_attach_args_ok(xpmem_apid_t apid, u64 offset, u64 size,
+				 unsigned long addr, unsigned int flags)
+{
+	if ((flags & ~XPMEM_EXT_ATTACH_FLAGS) || apid <= 0)
+		return false;
+	if ((flags & XPMEM_EXT_ATTACH_RDONLY) &&
+	    (flags & XPMEM_EXT_ATTACH_POPULATE_WRITE))
+		return false;
+	if (!(flags & XPMEM_EXT_ATTACH_FIXED) && addr)
+		return false;
+	return !offset_in_page(offset) && size && size <= TASK_SIZE &&
+	       !offset_in_page(addr);
+}
+
+/*
+ * The caller's permit @apid, if it allows attaching segment offsets
+ * [@offset, @offset + @size) at @addr with @flags.
+ * Return: the permit (referenced), or an ERR_PTR().
+ */
+static struct xpmem_permit *xpmem_attach_permit(struct xpmem_ctx *ctx,
+						xpmem_apid_t apid, u64 offset,
+						u64 size, unsigned long addr,
+						unsigned int flags)
+{
+	struct xpmem_permit *permit = xpmem_permit_lookup(apid);
+	struct xpmem_seg *seg;
+	int ret;
+
+	if (!permit)
+		return ERR_PTR(-ENOENT);
+	seg = permit->seg;
+	if (permit->mm != ctx->mm)
+		ret = -EACCES;
+	else if (offset >= seg->size || size > seg->size - offset)
+		ret = -EINVAL;
+	else if ((flags & XPMEM_EXT_ATTACH_POPULATE_WRITE) &&
+		 !permit->writable)
+		ret = -EACCES;
+	else if (READ_ONCE(seg->removed) || !xpmem_seg_owner_alive(seg))
+		ret = -ENOENT;
+	else if (flags & XPMEM_EXT_ATTACH_FIXED)
+		ret = xpmem_attach_fixed_ok(seg, offset, addr, size);
+	else
+		ret = 0;
+	if (ret) {
+		xpmem_permit_put(permit);
+		return ERR_PTR(ret);
+	}
+	return permit;
+}
+
+/*
+ * The pseudo file of a mirrored, linked attachment, with its own inode;
+ * the file owns @att once this succeeds.
+ * Return: the file, or an ERR_PTR() with @att still the caller's.
+ */
+static struct file *xpmem_att_file(struct xpmem_att *att)
+{
+	struct inode *inode;
+	struct file *file;
+	int ret;
+
+	inode = alloc_anon_inode(xpmem_mnt->mnt_sb);
+	if (IS_ERR(inode))
+		return ERR_CAST(inode);
+	/* The file's f_op->owner reference is taken here, dropped by fput. */
+	if (!try_module_get(THIS_MODULE)) {
+		ret = -ENOENT;
+		goto put_inode;
+	}
+	file = alloc_file_pseudo(inode, xpmem_mnt, "xpmem", O_RDWR,
+				 &xpmem_att_fops);
+	if (IS_ERR(file)) {
+		ret = PTR_ERR(file);
+		goto put_module;
+	}
+	att->inode = inode;
+	file->private_data = att;
+	return file;
+
+put_module:
+	module_put(THIS_MODULE);
+put_inode:
+	iput(inode);
+	return ERR_PTR(ret);
+}
+
 /**
  * xpmem_attach - ATTACH and EXT_ATTACH: map part of a segment into the caller
  * @ctx: the caller's device context
@@ -601,86 +689,35 @@ int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
 int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 		 u64 size, unsigned long *vaddr, unsigned int flags)
 {
-	unsigned long addr = *vaddr;
+	unsigned long addr = *vaddr, mapped;
 	struct xpmem_permit *permit;
-	struct inode *inode;
-	struct xpmem_seg *seg;
 	struct xpmem_att *att;
 	struct file *file;
-	unsigned long mapped;
 	int ret;
 
-	if ((flags & ~XPMEM_EXT_ATTACH_FLAGS) || apid <= 0)
-		return -EINVAL;
-	if ((flags & XPMEM_EXT_ATTACH_RDONLY) &&
-	    (flags & XPMEM_EXT_ATTACH_POPULATE_WRITE))
-		return -EINVAL;
-	if (!(flags & XPMEM_EXT_ATTACH_FIXED) && addr)
-		return -EINVAL;
-	if (offset_in_page(offset) || !size || size > TASK_SIZE ||
-	    offset_in_page(addr))
+	if (!xpmem_attach_args_ok(apid, offset, size, addr, flags))
 		return -EINVAL;
 	size = PAGE_ALIGN(size);
-
-	permit = xpmem_permit_lookup(apid);
-	if (!permit)
-		return -ENOENT;
-	if (permit->mm != ctx->mm) {
-		ret = -EACCES;
-		goto put_permit;
-	}
-	seg = permit->seg;
-	if (offset >= seg->size || size > seg->size - offset) {
-		ret = -EINVAL;
-		goto put_permit;
-	}
-	if ((flags & XPMEM_EXT_ATTACH_POPULATE_WRITE) && !permit->writable) {
-		ret = -EACCES;
-		goto put_permit;
-	}
-	if (READ_ONCE(seg->removed) || !xpmem_seg_owner_alive(seg)) {
-		ret = -ENOENT;
-		goto put_permit;
-	}
-	if (flags & XPMEM_EXT_ATTACH_FIXED) {
-		ret = xpmem_attach_fixed_ok(seg, offset, addr, size);
-		if (ret)
-			goto put_permit;
-	}
-
+	permit = xpmem_attach_permit(ctx, apid, offset, size, addr, flags);
+	if (IS_ERR(permit))
+		return PTR_ERR(permit);
 	att = xpmem_att_alloc(ctx, permit, offset, size);
 	if (IS_ERR(att)) {
-		ret = PTR_ERR(att);
-		goto put_permit;
+		xpmem_permit_put(permit);
+		return PTR_ERR(att);
 	}
 	/* att owns the permit reference now */
 	if (flags & XPMEM_EXT_ATTACH_RDONLY)
 		att->writable = false;
-	ret = xpmem_att_mirror(att);
+	ret = xpmem_att_mirror(att) ?: xpmem_att_link(att);
 	if (ret)
 		goto free_att;
-	ret = xpmem_att_link(att);
-	if (ret)
-		goto free_att;
-	inode = alloc_anon_inode(xpmem_mnt->mnt_sb);
-	if (IS_ERR(inode)) {
-		ret = PTR_ERR(inode);
-		goto free_att;
-	}
-	/* The file's f_op->owner reference is taken here, dropped by fput. */
-	if (!try_module_get(THIS_MODULE)) {
-		ret = -ENOENT;
-		goto put_inode;
-	}
-	file = alloc_file_pseudo(inode, xpmem_mnt, "xpmem", O_RDWR,
-				 &xpmem_att_fops);
+	file = xpmem_att_file(att);
 	if (IS_ERR(file)) {
 		ret = PTR_ERR(file);
-		goto put_module;
+		goto free_att;
 	}
-	att->inode = inode;
-	file->private_data = att;	/* from here the file owns att */
-
+	/* from here the file owns att */
 	mapped = xpmem_att_place(att, file, addr, size, offset);
 	if (!IS_ERR_VALUE(mapped) &&
 	    (flags & (XPMEM_EXT_ATTACH_POPULATE |
@@ -693,16 +730,8 @@ int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 	*vaddr = mapped;
 	return 0;
 
-put_module:
-	module_put(THIS_MODULE);
-put_inode:
-	iput(inode);
 free_att:
 	xpmem_att_free(att);
-	return ret;
-
-put_permit:
-	xpmem_permit_put(permit);
 	return ret;
 }
 

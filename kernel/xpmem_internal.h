@@ -51,13 +51,9 @@
  *     owner mmap_lock            fault only (read).  Two mm's mmap_locks
  *                                nest in one order only: the one whose
  *                                mm_struct has the lower address first
- *                                (SINGLE_DEPTH_NESTING for the second).
- *                                A fault whose owner comes first takes it
- *                                by trylock, or drops the attacher's lock,
- *                                takes both in order and returns
- *                                VM_FAULT_RETRY (->pfn_mkwrite, which
- *                                cannot drop it, has the page zapped and
- *                                returns VM_FAULT_NOPAGE).
+ *                                (SINGLE_DEPTH_NESTING for the second);
+ *                                how a fault keeps it: docs/design.md,
+ *                                "Two mmap_locks".
  *       att->pt_lock             page table pages of the attachment's
  *                                VMAs are allocated, and huge PMDs
  *                                inserted, under it (xpmem_fault.c)
@@ -106,18 +102,9 @@
  * ours (RCU), insertions and removals only the table's bucket locks
  * (xpmem_obj_lock or xpmem_key_lock may be held around them).
  *
- * The invalidate callback (owner mmap_lock, or reclaim) lists the
- * invalidation (omm->lock) and takes att->lock only to advance the
- * sequence, mark the faults in progress whose window it overlaps and
- * clear the attachment's record of mapped offsets; only if that record
- * had any does it have the zap worker zap them after dropping the lock,
- * and wait.  Every zap of an attachment runs in that worker, and
- * invalidations the worker causes are ignored (they only ever hit
- * attachment VMAs, which are never mirrored), so zaps never nest and
- * never recurse.  The worker needs the attachment's i_mmap_rwsem, which
- * the core holds only around invalidations of that attachment's own
- * VMAs, where no attachment has PTEs: no callback waits for it then
- * (docs/design.md, "Why every zap runs in a worker").
+ * The invalidate callback may wait for the zap worker, and for nothing
+ * else an attacher or the core may hold (xpmem_mirror.c says why that
+ * cannot close a cycle).
  * Nothing allocates memory while holding att->lock: the fault path makes
  * sure the page table page exists before taking it.
  */

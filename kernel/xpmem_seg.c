@@ -271,6 +271,64 @@ unsigned int xpmem_seg_range_index(const struct xpmem_seg *seg,
 	return lo;
 }
 
+/*
+ * A new segment's identity, taken from the calling owner; from here on
+ * xpmem_seg_put() undoes everything but the user's charge.
+ */
+static void xpmem_seg_own(struct xpmem_seg *seg, unsigned int mode)
+{
+	struct mm_struct *mm = current->mm;
+
+	kref_init(&seg->ref);		/* MAKE's own, until it returns */
+	mutex_init(&seg->att_lock);
+	INIT_LIST_HEAD(&seg->atts);
+	INIT_LIST_HEAD(&seg->ctx_node);
+	seg->uid = current_euid();
+	seg->gid = current_egid();
+	seg->mode = mode;
+	seg->ipc_ns = get_ipc_ns(current->nsproxy->ipc_ns);
+	seg->user_ns = get_user_ns(current_user_ns());
+	mmgrab(mm);
+	seg->mm = mm;
+	atomic_long_inc(&xpmem_stats.segments);
+}
+
+/* EXT_MAKE's options: read-only, authorization key, requested key. */
+static int xpmem_seg_set_opts(struct xpmem_seg *seg,
+			      const struct xpmem_seg_opts *opts)
+{
+	seg->rdonly = opts->rdonly;
+	if (opts->auth) {
+		seg->auth_len = opts->auth_len;
+		memcpy(seg->auth, opts->auth, sizeof(seg->auth));
+	}
+	if (!opts->key)
+		return 0;
+	xpmem_key_fill(&seg->key, seg->ipc_ns, opts->key, opts->key_len);
+	return xpmem_key_reserve(seg);
+}
+
+/*
+ * A published segment goes on its owner ctx's list, and its key becomes
+ * findable.  From then on a REMOVE by a guessed or listed segid can end it
+ * at any time; only MAKE's own reference keeps it.
+ */
+static void xpmem_seg_list(struct xpmem_ctx *ctx, struct xpmem_seg *seg)
+{
+	mutex_lock(&xpmem_obj_lock);
+	kref_get(&seg->ref);		/* the ctx list's (REMOVE's, close's) */
+	seg->ctx = ctx;
+	list_add(&seg->ctx_node, &ctx->segs);
+	mutex_unlock(&xpmem_obj_lock);
+
+	if (seg->key.len) {
+		mutex_lock(&xpmem_key_lock);
+		/* not if REMOVE, by a guessed segid, came first */
+		WRITE_ONCE(seg->key_live, seg->key_hashed);
+		mutex_unlock(&xpmem_key_lock);
+	}
+}
+
 /**
  * xpmem_seg_make - MAKE and EXT_MAKE: export ranges of the caller's memory
  * @ctx: the caller's device context
@@ -291,7 +349,6 @@ int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 		   unsigned int nr, unsigned int mode,
 		   const struct xpmem_seg_opts *opts, xpmem_segid_t *segid)
 {
-	struct mm_struct *mm = current->mm;
 	struct xpmem_seg *seg;
 	xpmem_segid_t id;
 	int ret;
@@ -303,63 +360,22 @@ int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 	seg = kzalloc(struct_size(seg, ranges, nr), GFP_KERNEL_ACCOUNT);
 	if (!seg)
 		return -ENOMEM;
-	ret = xpmem_seg_set_ranges(seg, iov, nr, mm->task_size);
+	ret = xpmem_seg_set_ranges(seg, iov, nr, current->mm->task_size);
 	if (ret)
 		goto free_ranges;
 	ret = -ENOSPC;
 	if (!xpmem_user_charge(&ctx->user->nr_segs,
 			       READ_ONCE(xpmem_max_segments)))
 		goto free_ranges;
-	kref_init(&seg->ref);		/* MAKE's own, until it returns */
-	mutex_init(&seg->att_lock);
-	INIT_LIST_HEAD(&seg->atts);
-	INIT_LIST_HEAD(&seg->ctx_node);
-	seg->uid = current_euid();
-	seg->gid = current_egid();
-	seg->mode = mode;
-	seg->ipc_ns = get_ipc_ns(current->nsproxy->ipc_ns);
-	seg->user_ns = get_user_ns(current_user_ns());
-	mmgrab(mm);
-	seg->mm = mm;
-	atomic_long_inc(&xpmem_stats.segments);
-	/* From here on xpmem_seg_put() undoes everything but the charge. */
-	if (opts) {
-		seg->rdonly = opts->rdonly;
-		if (opts->auth) {
-			seg->auth_len = opts->auth_len;
-			memcpy(seg->auth, opts->auth, sizeof(seg->auth));
-		}
-		if (opts->key) {
-			xpmem_key_fill(&seg->key, seg->ipc_ns, opts->key,
-				       opts->key_len);
-			ret = xpmem_key_reserve(seg);
-			if (ret)
-				goto put_seg;
-		}
-	}
-
+	xpmem_seg_own(seg, mode);
+	ret = opts ? xpmem_seg_set_opts(seg, opts) : 0;
+	if (ret)
+		goto put_seg;
 	ret = xpmem_id_publish(&xpmem_seg_ids, &seg->id, &seg->ref);
 	if (ret)
 		goto put_seg;
-	/*
-	 * Published: a REMOVE by a guessed or listed segid can end it at any
-	 * time from when it is on the ctx list; only MAKE's own reference
-	 * keeps it.
-	 */
-	id = seg->id.id;
-
-	mutex_lock(&xpmem_obj_lock);
-	kref_get(&seg->ref);		/* the ctx list's (REMOVE's, close's) */
-	seg->ctx = ctx;
-	list_add(&seg->ctx_node, &ctx->segs);
-	mutex_unlock(&xpmem_obj_lock);
-
-	if (seg->key.len) {
-		mutex_lock(&xpmem_key_lock);
-		/* not if REMOVE, by a guessed segid, came first */
-		WRITE_ONCE(seg->key_live, seg->key_hashed);
-		mutex_unlock(&xpmem_key_lock);
-	}
+	id = seg->id.id;	/* read while MAKE's reference keeps it */
+	xpmem_seg_list(ctx, seg);
 	xpmem_seg_put(seg);
 	*segid = id;
 	return 0;
