@@ -268,7 +268,7 @@ static int kernel_make_ext(const struct xpmem_lib_make_req *req,
 	return 0;
 }
 
-/* xpmem_make() issues the classic command, xpmem_ext_make*() EXT_MAKE. */
+/* A classic make (xpmem_make) issues MAKE, an extended one EXT_MAKE. */
 static int kernel_make(const struct xpmem_lib_make_req *req,
 		       xpmem_segid_t *segid)
 {
@@ -299,7 +299,7 @@ static int kernel_get_ext(const struct xpmem_lib_get_req *req,
 	return 0;
 }
 
-/* xpmem_get() issues the classic command, xpmem_ext_get*() EXT_GET. */
+/* A classic get (xpmem_get) issues GET, an extended one EXT_GET. */
 static int kernel_get(const struct xpmem_lib_get_req *req,
 		      xpmem_apid_t *apid, xpmem_segid_t *segid)
 {

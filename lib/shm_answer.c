@@ -153,7 +153,8 @@ fail:
 }
 
 /*
- * xpmem_lib_shm_answer_locked - answer the lookup connection @c on @seg's socket.
+ * xpmem_lib_shm_answer_locked - answer the lookup connection @c on
+ * @seg's socket.
  *
  * Root and peers of the segment's uid read the registry and the object
  * through /proc and get nothing.  Others get a struct shm_grant: the
@@ -241,10 +242,10 @@ static int auth_ok(const struct shm_segment *seg, const struct shm_auth *a)
 }
 
 /*
- * The answer to a peer of @seg that presented @a (NULL: a malformed or
- * missing request): a refusal, or what xpmem_lib_shm_answer_locked() sends, or to a
- * peer that reads /proc (our uid, root) a grant of access NONE and error
- * 0 that says go ahead.
+ * xpmem_lib_shm_answer_auth_locked - the answer to a peer of @seg that
+ * presented @a (NULL: a malformed or missing request): a refusal, or
+ * what xpmem_lib_shm_answer_locked() sends, or to a peer that reads /proc
+ * (our uid, root) a grant of access NONE and error 0 that says go ahead.
  */
 void xpmem_lib_shm_answer_auth_locked(struct shm_segment *seg, int c,
 				      const struct shm_auth *a)

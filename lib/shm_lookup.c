@@ -120,59 +120,36 @@ static int owner_connect(xpmem_segid_t segid, int *sock, struct ucred *cred)
 }
 
 /*
- * grant_recv - wait at most CONNECT_WAIT_S for the owner's answer on
- * @sock and check its form: exactly one struct shm_grant for @segid, with
- * exactly the descriptors its access announces.  The descriptors received
- * are in @fds (*nfds of them) whatever happens: the caller closes them.
+ * answer_wait - wait at most CONNECT_WAIT_S for the owner's answer on
+ * @fd, across signals.  Return: 0 when it is there, -ETIMEDOUT, -errno.
  */
-static int grant_recv(int sock, xpmem_segid_t segid, struct shm_grant *g,
-		      int *fds, int *nfds)
+static int answer_wait(int fd)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * SHM_GRANT_MAX_FDS)];
-	} cm;
-	char data[sizeof(*g) + 1];	/* one more: a longer answer is bad */
-	struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
-	struct msghdr msg;
-	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	struct timespec deadline;
-	struct cmsghdr *cmsg;
-	int bad = 0, i, k, r, fd;
-	ssize_t n;
+	int r;
 
-	memset(g, 0, sizeof(*g));
 	xpmem_lib_shm_deadline(&deadline, CONNECT_WAIT_S * 1000);
 	while ((r = poll(&pfd, 1, xpmem_lib_shm_ms_left(&deadline))) <= 0) {
-		if (r == 0) {
-			xpmem_lib_log("get %#llx: no answer from the owner in "
-				      "%d s (its accept thread is busy or the "
-				      "process is stopped)",
-				      (unsigned long long)segid,
-				      CONNECT_WAIT_S);
-			return -EAGAIN;
-		}
+		if (r == 0)
+			return -ETIMEDOUT;
 		if (errno != EINTR)
 			return -errno;
 	}
-	do {
-		memset(&msg, 0, sizeof(msg));
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = cm.buf;
-		msg.msg_controllen = sizeof(cm.buf);
-		n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		if (errno == ECONNRESET || errno == EPIPE) {
-			xpmem_lib_log("get %#llx: removed, or its owner "
-				      "exited, while we waited",
-				      (unsigned long long)segid);
-			return -ENOENT;
-		}
-		return -errno;
-	}
-	for (cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+	return 0;
+}
+
+/*
+ * Keep the descriptors of @msg's SCM_RIGHTS in @fds (up to
+ * SHM_GRANT_MAX_FDS, *@nfds of them), close any beyond.  Return: whether
+ * the control data held anything else or too many.
+ */
+static int grant_take_fds(struct msghdr *msg, int *fds, int *nfds)
+{
+	struct cmsghdr *cmsg;
+	int bad = 0, i, k, fd;
+
+	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg)) {
 		if (cmsg->cmsg_level != SOL_SOCKET ||
 		    cmsg->cmsg_type != SCM_RIGHTS) {
 			bad = 1;
@@ -190,6 +167,57 @@ static int grant_recv(int sock, xpmem_segid_t segid, struct shm_grant *g,
 			}
 		}
 	}
+	return bad;
+}
+
+/*
+ * grant_recv - wait at most CONNECT_WAIT_S for the owner's answer on
+ * @sock and check its form: exactly one struct shm_grant for @segid, with
+ * exactly the descriptors its access announces.  The descriptors received
+ * are in @fds (*nfds of them) whatever happens: the caller closes them.
+ */
+static int grant_recv(int sock, xpmem_segid_t segid, struct shm_grant *g,
+		      int *fds, int *nfds)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SHM_GRANT_MAX_FDS)];
+	} cm;
+	char data[sizeof(*g) + 1];	/* one more: a longer answer is bad */
+	struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+	struct msghdr msg;
+	int bad, ret;
+	ssize_t n;
+
+	memset(g, 0, sizeof(*g));
+	ret = answer_wait(sock);
+	if (ret == -ETIMEDOUT) {
+		xpmem_lib_log("get %#llx: no answer from the owner in %d s "
+			      "(its accept thread is busy or the process is "
+			      "stopped)", (unsigned long long)segid,
+			      CONNECT_WAIT_S);
+		return -EAGAIN;
+	}
+	if (ret)
+		return ret;
+	do {
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cm.buf;
+		msg.msg_controllen = sizeof(cm.buf);
+		n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == ECONNRESET || errno == EPIPE) {
+			xpmem_lib_log("get %#llx: removed, or its owner "
+				      "exited, while we waited",
+				      (unsigned long long)segid);
+			return -ENOENT;
+		}
+		return -errno;
+	}
+	bad = grant_take_fds(&msg, fds, nfds);
 	if (n == 0) {
 		xpmem_lib_log("get %#llx: the owner closed without an answer "
 			      "(a libxpmem that serves only its own uid?)",
@@ -292,7 +320,8 @@ static int get_from_owner(struct shm_permit *p, int sock, xpmem_segid_t segid,
 		ret = -ENOENT;
 		goto close_fds;
 	}
-	if (!xpmem_lib_shm_registry_holds(fds[0], segid, s) || !xpmem_lib_shm_registry_owned(fds[0])) {
+	if (!xpmem_lib_shm_registry_holds(fds[0], segid, s) ||
+	    !xpmem_lib_shm_registry_owned(fds[0])) {
 		xpmem_lib_log("get %#llx: removed, or its owner exited, since "
 			      "it answered", (unsigned long long)segid);
 		ret = -ENOENT;
@@ -325,7 +354,7 @@ close_fds:
 /* ---- get / release ------------------------------------------------------ */
 
 /*
- * Present @auth (NULL: none) on the owner's socket @sock (shm.h): an owner
+ * Present @auth (NULL: none) on the owner's socket @sock (shm_wire.h): an owner
  * whose segment has no key never reads it.  A send that fails is not an
  * error here: the answer (or its absence) tells.
  */
@@ -402,22 +431,17 @@ static int auth_matches(xpmem_segid_t segid, const struct shm_reg_slot *s,
  */
 static int key_answer_recv(int fd, uint64_t *segid)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	struct shm_key_answer a;
-	struct timespec deadline;
 	ssize_t n;
-	int r;
+	int ret = answer_wait(fd);
 
-	xpmem_lib_shm_deadline(&deadline, CONNECT_WAIT_S * 1000);
-	while ((r = poll(&pfd, 1, xpmem_lib_shm_ms_left(&deadline))) <= 0) {
-		if (r == 0) {
-			xpmem_lib_log("get by key: no answer from the owner in "
-				      "%d s", CONNECT_WAIT_S);
-			return -EAGAIN;
-		}
-		if (errno != EINTR)
-			return -errno;
+	if (ret == -ETIMEDOUT) {
+		xpmem_lib_log("get by key: no answer from the owner in %d s",
+			      CONNECT_WAIT_S);
+		return -EAGAIN;
 	}
+	if (ret)
+		return ret;
 	do {
 		n = recv(fd, &a, sizeof(a), MSG_DONTWAIT);
 	} while (n < 0 && errno == EINTR);

@@ -214,57 +214,73 @@ static void attachment_populate(void *m, size_t size, unsigned int flags)
 		xpmem_lib_log("attach: populating %p: %s", m, strerror(errno));
 }
 
-int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
-			 void *vaddr, unsigned int flags, void **addr)
+/*
+ * permit_live_locked - the permit @apid, if its segment still lives: the
+ * owner still holds its registry and the slot still holds the segid.
+ * @what names the operation in the log.
+ */
+static int permit_live_locked(xpmem_apid_t apid, const char *what,
+			      struct shm_permit **out)
 {
-	struct attachment *a = calloc(1, sizeof(*a));
+	struct shm_permit *p = permit_find_locked(apid);
 	struct shm_reg_slot s;
-	struct shm_permit *p;
-	uint64_t off = (uint64_t)offset, span;
-	int prot, ret, fd;
-	void *m;
 
-	if (!a)
-		return -ENOMEM;
-	pthread_mutex_lock(&peer_lock);
-	p = permit_find_locked(apid);
-	if (!p) {
-		ret = -ENOENT;
-		goto unlock;
-	}
+	if (!p)
+		return -ENOENT;
 	if (!owner_alive(p) ||
 	    xpmem_lib_shm_read_slot(p->regfd, p->slot, &s) ||
 	    s.segid != (uint64_t)p->segid) {
-		xpmem_lib_log("attach: segment was removed or its owner exited");
-		ret = -ENOENT;
-		goto unlock;
+		xpmem_lib_log("%s: segment was removed or its owner exited",
+			      what);
+		return -ENOENT;
 	}
-	if (size > SIZE_MAX - p->page) {
-		ret = -EINVAL;
-		goto unlock;
-	}
-	/* Huge-page objects map whole huge pages past a segment's end. */
-	size = (size + p->page - 1) & ~(p->page - 1);
+	*out = p;
+	return 0;
+}
+
+/*
+ * The checks of an attach of *@size bytes at segment offset @off through
+ * @p, *@size rounded up to the object's pages (huge-page objects map whole
+ * huge pages past a segment's end).
+ */
+static int attach_check(const struct shm_permit *p, uint64_t off,
+			size_t *size, void *vaddr, unsigned int flags)
+{
+	uint64_t span;
+
+	if (*size > SIZE_MAX - p->page)
+		return -EINVAL;
+	*size = (*size + p->page - 1) & ~(p->page - 1);
 	span = (p->size + p->page - 1) & ~(p->page - 1);
 	if (off % p->page || (uintptr_t)vaddr % p->page || off > span ||
-	    size > span - off) {
+	    *size > span - off) {
 		xpmem_lib_log("attach: offset %#llx size %#zx outside the "
 			      "%#llx-byte segment or not %llu-aligned",
-			      (unsigned long long)off, size,
+			      (unsigned long long)off, *size,
 			      (unsigned long long)p->size,
 			      (unsigned long long)p->page);
-		ret = -EINVAL;
-		goto unlock;
+		return -EINVAL;
 	}
 	if ((flags & XPMEM_EXT_ATTACH_POPULATE_WRITE) &&
 	    p->flags == XPMEM_RDONLY) {
 		xpmem_lib_log("attach: POPULATE_WRITE through a read-only permit");
-		ret = -EACCES;
-		goto unlock;
+		return -EACCES;
 	}
-	prot = p->flags == XPMEM_RDONLY || (flags & XPMEM_EXT_ATTACH_RDONLY) ?
-	       PROT_READ : PROT_READ | PROT_WRITE;
-	fd = p->objfd;
+	return 0;
+}
+
+/*
+ * Map @size bytes at segment offset @off through @p at @vaddr (NULL:
+ * anywhere), read-only for a read-only permit or XPMEM_EXT_ATTACH_RDONLY.
+ * *@prot receives the protection.
+ */
+static int attach_map(const struct shm_permit *p, uint64_t off, size_t size,
+		      void *vaddr, unsigned int flags, void **m, int *prot)
+{
+	int fd = p->objfd, ret;
+
+	*prot = p->flags == XPMEM_RDONLY || (flags & XPMEM_EXT_ATTACH_RDONLY) ?
+		PROT_READ : PROT_READ | PROT_WRITE;
 	if (p->flags != XPMEM_RDONLY && (flags & XPMEM_EXT_ATTACH_RDONLY)) {
 		/*
 		 * A read-only description of the same object, so that
@@ -273,19 +289,40 @@ int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 		 */
 		fd = xpmem_lib_shm_reopen_rdonly(p->objfd);
 		if (fd < 0) {
-			ret = fd;
 			xpmem_lib_log("attach: read-only reopen: %s",
-				      strerror(-ret));
-			goto unlock;
+				      strerror(-fd));
+			return fd;
 		}
 	}
-	m = mmap(vaddr, size, prot, MAP_SHARED | (vaddr ? MAP_FIXED : 0),
-		 fd, (off_t)(p->offset + off));
+	*m = mmap(vaddr, size, *prot, MAP_SHARED | (vaddr ? MAP_FIXED : 0),
+		  fd, (off_t)(p->offset + off));
+	ret = *m == MAP_FAILED ? -errno : 0;
 	if (fd != p->objfd)
 		close(fd);
-	if (m == MAP_FAILED) {
-		ret = -errno;
-		goto unlock;
+	return ret;
+}
+
+int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
+			 void *vaddr, unsigned int flags, void **addr)
+{
+	struct attachment *a = calloc(1, sizeof(*a));
+	uint64_t off = (uint64_t)offset;
+	struct shm_permit *p;
+	int prot, ret;
+	void *m;
+
+	if (!a)
+		return -ENOMEM;
+	pthread_mutex_lock(&peer_lock);
+	ret = permit_live_locked(apid, "attach", &p);
+	if (!ret)
+		ret = attach_check(p, off, &size, vaddr, flags);
+	if (!ret)
+		ret = attach_map(p, off, size, vaddr, flags, &m, &prot);
+	if (ret) {
+		pthread_mutex_unlock(&peer_lock);
+		free(a);
+		return ret;
 	}
 	if (flags & (XPMEM_EXT_ATTACH_POPULATE |
 		     XPMEM_EXT_ATTACH_POPULATE_WRITE))
@@ -299,11 +336,6 @@ int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 	*addr = m;
 	pthread_mutex_unlock(&peer_lock);
 	return 0;
-
-unlock:
-	pthread_mutex_unlock(&peer_lock);
-	free(a);
-	return ret;
 }
 
 int xpmem_lib_shm_detach(void *vaddr)
@@ -345,22 +377,13 @@ static int copy_target(xpmem_apid_t apid, uint64_t off, uint64_t total,
 		       int to, int dup_fd, int *fd, uint64_t *objoff,
 		       uint64_t *page)
 {
-	struct shm_reg_slot s;
 	struct shm_permit *p;
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&peer_lock);
-	p = permit_find_locked(apid);
-	if (!p) {
-		ret = -ENOENT;
+	ret = permit_live_locked(apid, "copy", &p);
+	if (ret)
 		goto unlock;
-	}
-	if (!owner_alive(p) || xpmem_lib_shm_read_slot(p->regfd, p->slot, &s) ||
-	    s.segid != (uint64_t)p->segid) {
-		xpmem_lib_log("copy: segment was removed or its owner exited");
-		ret = -ENOENT;
-		goto unlock;
-	}
 	if (off > p->size || total > p->size - off) {
 		xpmem_lib_log("copy: %#llx bytes at %#llx outside the %#llx-byte "
 			      "segment", (unsigned long long)total,

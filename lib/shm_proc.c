@@ -264,7 +264,8 @@ static int registry_open(int procfd, pid_t pid, xpmem_segid_t segid,
 			ret = fd;
 			continue;
 		}
-		if (xpmem_lib_shm_registry_valid(fd) && xpmem_lib_shm_registry_holds(fd, segid, s)) {
+		if (xpmem_lib_shm_registry_valid(fd) &&
+		    xpmem_lib_shm_registry_holds(fd, segid, s)) {
 			closedir(d);
 			reg_hint_set(pid, n);
 			*ownfd = n;
@@ -281,10 +282,10 @@ static int registry_open(int procfd, pid_t pid, xpmem_segid_t segid,
 }
 
 /*
- * xpmem_lib_shm_registry_owned - whether the owner of the registry @regfd still holds
- * it open: it keeps an OFD write lock on the header while it does (shm.h),
- * which exit, kill -9 and exec drop, and which no holder of a read-only
- * descriptor can take.
+ * xpmem_lib_shm_registry_owned - whether the owner of the registry @regfd
+ * still holds it open: it keeps an OFD write lock on the header while it
+ * does (shm_wire.h), which exit, kill -9 and exec drop, and which no
+ * holder of a read-only descriptor can take.
  */
 int xpmem_lib_shm_registry_owned(int regfd)
 {
@@ -321,9 +322,9 @@ static int check_mode(const struct shm_reg_slot *s, int flags)
 }
 
 /*
- * xpmem_lib_shm_get_through_proc - fill @p for @segid from the owner's /proc/<@pid>: its
- * registry, the permit check, the object opened for @flags.  The way for
- * peers of the owner's uid (ptrace access) and root.
+ * xpmem_lib_shm_get_through_proc - fill @p for @segid from the owner's
+ * /proc/<@pid>: its registry, the permit check, the object opened for
+ * @flags.  The way for peers of the owner's uid (ptrace access) and root.
  */
 int xpmem_lib_shm_get_through_proc(struct shm_permit *p, xpmem_segid_t segid,
 				   int flags, pid_t pid,

@@ -312,7 +312,8 @@ int xpmem_lib_shm_server_start_locked(void)
 }
 
 /*
- * xpmem_lib_shm_segment_listen_locked - give @seg a fresh segid and its listening socket.
+ * xpmem_lib_shm_segment_listen_locked - give @seg a fresh segid and its
+ * listening socket.
  *
  * Draws random ids until one has a free registry slot and its abstract
  * name can be bound: EADDRINUSE means a live segment of some process in
@@ -365,9 +366,9 @@ close_fd:
 }
 
 /*
- * xpmem_lib_shm_segment_key_listen_locked - publish @seg under @key: bind and listen on
- * the key's abstract name.  EADDRINUSE: a live segment in this network
- * namespace has the key.
+ * xpmem_lib_shm_segment_key_listen_locked - publish @seg under @key: bind
+ * and listen on the key's abstract name.  EADDRINUSE: a live segment in
+ * this network namespace has the key.
  */
 int xpmem_lib_shm_segment_key_listen_locked(struct shm_segment *seg,
 					    const void *key, size_t key_len)
