@@ -115,6 +115,69 @@ static int check_permit(int permit_type, void *permit_value,
 	return 0;
 }
 
+/* A key or secret: NULL and 0, or 1..@max bytes. */
+static int check_blob(const void *p, size_t len, size_t max)
+{
+	return (!p && !len) || (p && len && len <= max) ? 0 : -EINVAL;
+}
+
+/*
+ * make - what every make does after its own argument checks: check the
+ * request as both backends need it, and hand it to the active backend.
+ */
+static xpmem_segid_t make(const struct xpmem_lib_make_req *req,
+			  const char *what)
+{
+	const struct xpmem_lib_backend *b = active();
+	xpmem_segid_t segid = -1;
+	int ret;
+
+	if (!b)
+		return fail(errno, what);
+	if ((req->flags & ~XPMEM_EXT_MAKE_RDONLY) || req->mode < 0 ||
+	    ((unsigned int)req->mode & ~XPMEM_LIB_MODE_MASK) ||
+	    !req->iov || req->iovcnt < 1 ||
+	    req->iovcnt > XPMEM_EXT_MAKE_IOV_MAX ||
+	    check_blob(req->key, req->key_len, XPMEM_EXT_KEY_MAX) ||
+	    check_blob(req->auth, req->auth_len, XPMEM_EXT_AUTH_MAX))
+		ret = -EINVAL;
+	else
+		ret = b->make(req, &segid);
+	if (ret)
+		return fail(-ret, what);
+	return segid;
+}
+
+/* get - the same for every get; the segment's segid in *@found. */
+static xpmem_apid_t get(const struct xpmem_lib_get_req *req,
+			xpmem_segid_t *found, const char *what)
+{
+	const struct xpmem_lib_backend *b = active();
+	xpmem_apid_t apid = -1;
+	xpmem_segid_t s = 0;
+	int ret;
+
+	if (!b)
+		return fail(errno, what);
+	if (req->flags != XPMEM_RDONLY && req->flags != XPMEM_RDWR) {
+		xpmem_lib_log("get flags %#x are not XPMEM_RDONLY or "
+			      "XPMEM_RDWR", req->flags);
+		ret = -EINVAL;
+	} else if ((!req->key && req->segid <= 0) ||
+		   (req->key && check_blob(req->key, req->key_len,
+					   XPMEM_EXT_KEY_MAX)) ||
+		   check_blob(req->auth, req->auth_len, XPMEM_EXT_AUTH_MAX)) {
+		ret = -EINVAL;
+	} else {
+		ret = b->get(req, &apid, &s);
+	}
+	if (ret)
+		return fail(-ret, what);
+	if (found)
+		*found = s;
+	return apid;
+}
+
 XPMEM_EXPORT int xpmem_version(void)
 {
 	const struct xpmem_lib_backend *b = active();
@@ -131,20 +194,22 @@ XPMEM_EXPORT int xpmem_version(void)
 XPMEM_EXPORT xpmem_segid_t xpmem_make(void *vaddr, size_t size,
 				      int permit_type, void *permit_value)
 {
-	const struct xpmem_lib_backend *b = active();
-	xpmem_segid_t segid;
+	struct iovec one = { .iov_base = vaddr, .iov_len = size };
+	struct xpmem_lib_make_req req = { .iov = &one, .iovcnt = 1 };
 	unsigned long mode;
+	xpmem_segid_t segid;
 	int ret;
 
-	if (!b)
+	if (!active())
 		return fail(errno, "xpmem_make");
 	ret = check_permit(permit_type, permit_value, &mode);
-	if (!ret)
-		ret = b->make(vaddr, size, (int)mode, &segid);
 	if (ret)
 		return fail(-ret, "xpmem_make");
-	xpmem_lib_log("make %p+%#zx mode %#lo => segid %#llx", vaddr, size,
-		      mode, (unsigned long long)segid);
+	req.mode = (int)mode;
+	segid = make(&req, "xpmem_make");
+	if (segid > 0)
+		xpmem_lib_log("make %p+%#zx mode %#lo => segid %#llx", vaddr,
+			      size, mode, (unsigned long long)segid);
 	return segid;
 }
 
@@ -164,29 +229,19 @@ XPMEM_EXPORT int xpmem_remove(xpmem_segid_t segid)
 XPMEM_EXPORT xpmem_apid_t xpmem_get(xpmem_segid_t segid, int flags,
 				    int permit_type, void *permit_value)
 {
-	const struct xpmem_lib_backend *b = active();
-	xpmem_apid_t apid;
-	int ret = 0;
+	struct xpmem_lib_get_req req = { .segid = segid, .flags = flags };
 
 	(void)permit_value;	/* ignored, like the classic library */
-	if (!b)
+	if (!active())
 		return fail(errno, "xpmem_get");
-	if (flags != XPMEM_RDONLY && flags != XPMEM_RDWR) {
-		xpmem_lib_log("get flags %#x are not XPMEM_RDONLY or XPMEM_RDWR",
-			      flags);
-		ret = -EINVAL;
-	} else if (permit_type != XPMEM_PERMIT_MODE) {
+	/* after the flags, which get() checks first */
+	if ((flags == XPMEM_RDONLY || flags == XPMEM_RDWR) &&
+	    permit_type != XPMEM_PERMIT_MODE) {
 		xpmem_lib_log("permit type %d is not XPMEM_PERMIT_MODE",
 			      permit_type);
-		ret = -EINVAL;
-	} else if (segid <= 0) {
-		ret = -EINVAL;
+		return fail(EINVAL, "xpmem_get");
 	}
-	if (!ret)
-		ret = b->get(segid, flags, &apid);
-	if (ret)
-		return fail(-ret, "xpmem_get");
-	return apid;
+	return get(&req, NULL, "xpmem_get");
 }
 
 XPMEM_EXPORT int xpmem_release(xpmem_apid_t apid)
@@ -289,48 +344,19 @@ XPMEM_EXPORT unsigned long xpmem_ext_features(void)
 	return b ? xpmem_lib_features(b) : 0;
 }
 
-/* A key or secret: NULL and 0, or 1..@max bytes. */
-static int check_blob(const void *p, size_t len, size_t max)
-{
-	return (!p && !len) || (p && len && len <= max) ? 0 : -EINVAL;
-}
-
-static xpmem_segid_t make_ext(const struct iovec *iov, int iovcnt, int mode,
-			      unsigned int flags, const void *key,
-			      size_t key_len, const void *auth,
-			      size_t auth_len, const char *what)
-{
-	const struct xpmem_lib_backend *b = active();
-	xpmem_segid_t segid = -1;
-	int ret;
-
-	if (!b)
-		return fail(errno, what);
-	if ((flags & ~XPMEM_EXT_MAKE_RDONLY) || mode < 0 ||
-	    ((unsigned int)mode & ~XPMEM_LIB_MODE_MASK) ||
-	    !iov || iovcnt < 1 || iovcnt > XPMEM_EXT_MAKE_IOV_MAX ||
-	    check_blob(key, key_len, XPMEM_EXT_KEY_MAX) ||
-	    check_blob(auth, auth_len, XPMEM_EXT_AUTH_MAX))
-		ret = -EINVAL;
-	else if (!b->make_ext)
-		ret = -EOPNOTSUPP;
-	else
-		ret = b->make_ext(iov, iovcnt, mode, flags, key, key_len, auth,
-				  auth_len, &segid);
-	if (ret)
-		return fail(-ret, what);
-	return segid;
-}
-
 XPMEM_EXPORT xpmem_segid_t xpmem_ext_make(void *vaddr, size_t size, int mode,
 					  unsigned int flags, const void *key,
 					  size_t key_len, const void *auth,
 					  size_t auth_len)
 {
 	struct iovec one = { .iov_base = vaddr, .iov_len = size };
+	struct xpmem_lib_make_req req = {
+		.iov = &one, .iovcnt = 1, .mode = mode, .flags = flags,
+		.key = key, .key_len = key_len,
+		.auth = auth, .auth_len = auth_len, .ext = 1,
+	};
 
-	return make_ext(&one, 1, mode, flags, key, key_len, auth, auth_len,
-			"xpmem_ext_make");
+	return make(&req, "xpmem_ext_make");
 }
 
 XPMEM_EXPORT xpmem_segid_t xpmem_ext_makev(const struct iovec *iov,
@@ -339,44 +365,24 @@ XPMEM_EXPORT xpmem_segid_t xpmem_ext_makev(const struct iovec *iov,
 					   size_t key_len, const void *auth,
 					   size_t auth_len)
 {
-	return make_ext(iov, iovcnt, mode, flags, key, key_len, auth,
-			auth_len, "xpmem_ext_makev");
-}
+	struct xpmem_lib_make_req req = {
+		.iov = iov, .iovcnt = iovcnt, .mode = mode, .flags = flags,
+		.key = key, .key_len = key_len,
+		.auth = auth, .auth_len = auth_len, .ext = 1,
+	};
 
-static xpmem_apid_t get_ext(xpmem_segid_t segid, const void *key,
-			    size_t key_len, int flags, const void *auth,
-			    size_t auth_len, xpmem_segid_t *found,
-			    const char *what)
-{
-	const struct xpmem_lib_backend *b = active();
-	xpmem_apid_t apid = -1;
-	xpmem_segid_t s = 0;
-	int ret;
-
-	if (!b)
-		return fail(errno, what);
-	if ((flags != XPMEM_RDONLY && flags != XPMEM_RDWR) ||
-	    (!key && segid <= 0) ||
-	    (key && check_blob(key, key_len, XPMEM_EXT_KEY_MAX)) ||
-	    check_blob(auth, auth_len, XPMEM_EXT_AUTH_MAX))
-		ret = -EINVAL;
-	else if (!b->get_ext)
-		ret = -EOPNOTSUPP;
-	else
-		ret = b->get_ext(segid, key, key_len, flags, auth, auth_len,
-				 &apid, &s);
-	if (ret)
-		return fail(-ret, what);
-	if (found)
-		*found = s;
-	return apid;
+	return make(&req, "xpmem_ext_makev");
 }
 
 XPMEM_EXPORT xpmem_apid_t xpmem_ext_get(xpmem_segid_t segid, int flags,
 					const void *auth, size_t auth_len)
 {
-	return get_ext(segid, NULL, 0, flags, auth, auth_len, NULL,
-		       "xpmem_ext_get");
+	struct xpmem_lib_get_req req = {
+		.segid = segid, .flags = flags,
+		.auth = auth, .auth_len = auth_len, .ext = 1,
+	};
+
+	return get(&req, NULL, "xpmem_ext_get");
 }
 
 XPMEM_EXPORT xpmem_apid_t xpmem_ext_get_key(const void *key, size_t key_len,
@@ -384,10 +390,14 @@ XPMEM_EXPORT xpmem_apid_t xpmem_ext_get_key(const void *key, size_t key_len,
 					    size_t auth_len,
 					    xpmem_segid_t *segid)
 {
+	struct xpmem_lib_get_req req = {
+		.flags = flags, .key = key, .key_len = key_len,
+		.auth = auth, .auth_len = auth_len, .ext = 1,
+	};
+
 	if (!key)
 		return fail(EINVAL, "xpmem_ext_get_key");
-	return get_ext(0, key, key_len, flags, auth, auth_len, segid,
-		       "xpmem_ext_get_key");
+	return get(&req, segid, "xpmem_ext_get_key");
 }
 
 XPMEM_EXPORT void *xpmem_ext_attach(struct xpmem_addr addr, size_t size,

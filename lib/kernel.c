@@ -114,14 +114,15 @@ static int kernel_version(void)
 	return dev_ioctl(XPMEM_CMD_VERSION, NULL, NULL);
 }
 
-static int kernel_make(void *vaddr, size_t size, int mode,
-		       xpmem_segid_t *segid)
+/* The classic MAKE: one buffer, a mode, nothing else. */
+static int kernel_make_classic(const struct xpmem_lib_make_req *req,
+			       xpmem_segid_t *segid)
 {
 	struct xpmem_cmd_make cmd = {
-		.vaddr = (__u64)(uintptr_t)vaddr,
-		.size = size,
+		.vaddr = (__u64)(uintptr_t)req->iov[0].iov_base,
+		.size = req->iov[0].iov_len,
 		.permit_type = XPMEM_PERMIT_MODE,
-		.permit_value = (__u64)mode,
+		.permit_value = (__u64)req->mode,
 	};
 	int ret = dev_ioctl(XPMEM_CMD_MAKE, &cmd, NULL);
 
@@ -139,12 +140,14 @@ static int kernel_remove(xpmem_segid_t segid)
 	return ret < 0 ? ret : 0;
 }
 
-static int kernel_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
+/* The classic GET: a segid and flags. */
+static int kernel_get_classic(const struct xpmem_lib_get_req *req,
+			      xpmem_apid_t *apid, xpmem_segid_t *segid)
 {
 	/* The permit value is never passed on, as in the classic library. */
 	struct xpmem_cmd_get cmd = {
-		.segid = segid,
-		.flags = flags,
+		.segid = req->segid,
+		.flags = req->flags,
 		.permit_type = XPMEM_PERMIT_MODE,
 		.permit_value = 0,
 	};
@@ -153,6 +156,7 @@ static int kernel_get(xpmem_segid_t segid, int flags, xpmem_apid_t *apid)
 	if (ret < 0)
 		return ret;
 	*apid = cmd.apid;
+	*segid = req->segid;
 	return 0;
 }
 
@@ -231,62 +235,76 @@ static int keyed_ioctl(unsigned long nr, void *cmd, __u8 *kdst,
 }
 
 /*
- * One buffer is the classic (vaddr, size); several the IOV form, whose
- * array is the caller's struct iovec (the same layout, xpmem_lib.h).
+ * EXT_MAKE: one buffer is the classic (vaddr, size); several the IOV form,
+ * whose array is the caller's struct iovec (the same layout, xpmem_lib.h).
  */
-static int kernel_make_ext(const struct iovec *iov, int iovcnt, int mode,
-			   unsigned int flags, const void *key, size_t key_len,
-			   const void *auth, size_t auth_len,
+static int kernel_make_ext(const struct xpmem_lib_make_req *req,
 			   xpmem_segid_t *segid)
 {
 	struct xpmem_ext_make cmd = {
-		.vaddr = (__u64)(uintptr_t)iov[0].iov_base,
-		.size = iov[0].iov_len,
-		.flags = flags | (key ? XPMEM_EXT_MAKE_KEY : 0) |
-			 (auth ? XPMEM_EXT_MAKE_AUTH : 0),
-		.mode = (__u32)mode,
-		.key_len = (__u32)key_len,
-		.auth_len = (__u32)auth_len,
+		.vaddr = (__u64)(uintptr_t)req->iov[0].iov_base,
+		.size = req->iov[0].iov_len,
+		.flags = req->flags | (req->key ? XPMEM_EXT_MAKE_KEY : 0) |
+			 (req->auth ? XPMEM_EXT_MAKE_AUTH : 0),
+		.mode = (__u32)req->mode,
+		.key_len = (__u32)req->key_len,
+		.auth_len = (__u32)req->auth_len,
 	};
 	int ret;
 
-	if (iovcnt > 1) {
+	if (req->iovcnt > 1) {
 		if (!(kernel_more_features() & XPMEM_EXT_F_MAKEV))
 			return -EOPNOTSUPP;
-		cmd.vaddr = (__u64)(uintptr_t)iov;
-		cmd.size = (__u64)iovcnt;
+		cmd.vaddr = (__u64)(uintptr_t)req->iov;
+		cmd.size = (__u64)req->iovcnt;
 		cmd.flags |= XPMEM_EXT_MAKE_IOV;
 	}
 
-	ret = keyed_ioctl(XPMEM_CMD_EXT_MAKE, &cmd, cmd.key, key, key_len,
-			  cmd.auth, auth, auth_len);
+	ret = keyed_ioctl(XPMEM_CMD_EXT_MAKE, &cmd, cmd.key, req->key,
+			  req->key_len, cmd.auth, req->auth, req->auth_len);
 	if (ret < 0)
 		return ret;
 	*segid = cmd.segid;
 	return 0;
 }
 
-static int kernel_get_ext(xpmem_segid_t segid, const void *key,
-			  size_t key_len, int flags, const void *auth,
-			  size_t auth_len, xpmem_apid_t *apid,
-			  xpmem_segid_t *found)
+/* A classic make (xpmem_make) issues MAKE, an extended one EXT_MAKE. */
+static int kernel_make(const struct xpmem_lib_make_req *req,
+		       xpmem_segid_t *segid)
+{
+	return req->ext ? kernel_make_ext(req, segid) :
+	       kernel_make_classic(req, segid);
+}
+
+/* EXT_GET: by segid or by key, with or without an authorization key. */
+static int kernel_get_ext(const struct xpmem_lib_get_req *req,
+			  xpmem_apid_t *apid, xpmem_segid_t *segid)
 {
 	struct xpmem_ext_get cmd = {
-		.segid = key ? 0 : segid,
-		.flags = (__u32)flags | (key ? XPMEM_EXT_GET_BY_KEY : 0) |
-			 (auth ? XPMEM_EXT_GET_AUTH : 0),
-		.key_len = key ? (__u32)key_len : 0,
-		.auth_len = (__u32)auth_len,
+		.segid = req->key ? 0 : req->segid,
+		.flags = (__u32)req->flags |
+			 (req->key ? XPMEM_EXT_GET_BY_KEY : 0) |
+			 (req->auth ? XPMEM_EXT_GET_AUTH : 0),
+		.key_len = req->key ? (__u32)req->key_len : 0,
+		.auth_len = (__u32)req->auth_len,
 	};
 	int ret;
 
-	ret = keyed_ioctl(XPMEM_CMD_EXT_GET, &cmd, cmd.key, key, key_len,
-			  cmd.auth, auth, auth_len);
+	ret = keyed_ioctl(XPMEM_CMD_EXT_GET, &cmd, cmd.key, req->key,
+			  req->key_len, cmd.auth, req->auth, req->auth_len);
 	if (ret < 0)
 		return ret;
 	*apid = cmd.apid;
-	*found = cmd.segid;
+	*segid = cmd.segid;
 	return 0;
+}
+
+/* A classic get (xpmem_get) issues GET, an extended one EXT_GET. */
+static int kernel_get(const struct xpmem_lib_get_req *req,
+		      xpmem_apid_t *apid, xpmem_segid_t *segid)
+{
+	return req->ext ? kernel_get_ext(req, apid, segid) :
+	       kernel_get_classic(req, apid, segid);
 }
 
 /* EXT_ATTACH: flags for a module that has them (checked by the caller). */
@@ -479,8 +497,6 @@ const struct xpmem_lib_backend xpmem_lib_kernel_backend = {
 	.make = kernel_make,
 	.remove = kernel_remove,
 	.get = kernel_get,
-	.make_ext = kernel_make_ext,
-	.get_ext = kernel_get_ext,
 	.release = kernel_release,
 	.attach = kernel_attach,
 	.detach = kernel_detach,

@@ -1,50 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * shm.h - private declarations of the POSIX shared-memory backend.
+ * shm.h - declarations shared by the files of the POSIX shared-memory
+ * backend; the cross-process layouts are in shm_wire.h.
  *
- * Objects.  Exportable memory lives in shared objects: files created with
- * O_CREAT|O_EXCL under an unguessable name in $XPMEM_SHM_DIR (default
- * /dev/shm) and unlinked at once, or hugetlb memfds.  The owner keeps each
- * object open; peers of its uid reach it through /proc/<owner>/fd/<fd>,
- * peers of other uids receive descriptors from the owner (below), so
- * nothing is ever left in the directory, even after kill -9.
+ * Files, each calling only those listed before it:
  *
- * Ids.  Segids and apids of this backend are bit XPMEM_ID_BITS (46) plus 46
- * random bits: positive, at most 12 hex digits, never 0 or -1, and apart
- * from the kernel's ids (1 .. 2^46 - 1).  An apid is only a key into the
- * peer's own permit list.  A segid names a live segment through an
- * abstract unix socket "\0xpmem-<segid in 12 hex digits>" that the owner
- * binds and listens on for as long as the segment exists: bind() failing
- * with EADDRINUSE means the id is taken in this network namespace (draw
- * again), and the kernel removes the name when the owner dies.
+ *   shm_object.c    ids, socket names, object creation, copying
+ *   shm_perm.c      the SysV permission check, for both sides
+ *   shm_registry.c  the owner's state, its registry memfd and slots
+ *   shm_backing.c   backings: migration in place and the allocator
+ *   shm_answer.c    what the owner answers a lookup (grants, verdicts)
+ *   shm_server.c    segment sockets and the accept thread
+ *   shm_owner.c     make, remove, free, fork (the owner's entry points)
+ *   shm_proc.c      reading an owner's registry through /proc
+ *   shm_lookup.c    finding a segment's owner: both ways, and by key
+ *   shm_peer.c      permits, attachments, copies (the peer's entry points)
+ *   shm.c           the backend's operation table and fork handlers
  *
- * Registry.  Each owner process has one registry: a memfd named
- * SHM_REG_NAME holding a header and a table of segment slots (segid,
- * object fd, inode, offset, size, mode, creator credentials).  A segment
- * lives in slot segid % SHM_REG_SLOTS; the owner draws segids until that
- * slot is free, and keeps the table at most half full.
- *
- * Lookup (xpmem_get).  The peer connects to the segid's socket and reads
- * SO_PEERCRED: the owner's pid, as the peer's PID namespace numbers it.
- * It finds the registry among /proc/<pid>/fd by its memfd name (and
- * remembers where, per owner), reads the one slot, checks that it holds
- * this segid, checks the permit mode, opens the object and compares its
- * inode with the slot.  The owner never has to run for this: a helper
- * thread only accepts and closes those connections so that the listen
- * queue never fills (shm_owner.c).
- *
- * Peers of another uid cannot read /proc/<owner>/fd (that needs ptrace
- * access).  For them the owner's helper thread answers on the accepted
- * connection itself: it checks the peer's credentials (SO_PEERCRED,
- * SO_PEERGROUPS) against the permit mode and sends one struct shm_grant
- * with SCM_RIGHTS: read-only descriptors of the registry and of the
- * object and, when the mode lets that peer write, the object's read-write
- * descriptor; or no descriptor and the errno of the refusal.  Root and
- * peers of the owner's euid get no answer (they use /proc).  While the
- * owner holds its registry open it holds an OFD write lock on the
- * registry header; a peer with a read-only descriptor cannot take one, so
- * a lock found there (F_OFD_GETLK) means the owner still runs and has not
- * exec'd.
+ * Locks: the owner lock (struct shm_owner) protects all owner state; the
+ * peer lock (shm_peer.c) the permits and attachments; the lookup lock
+ * (shm_proc.c) its caches.  None is taken while another is held.
  */
 #ifndef _XPMEM_SHM_H
 #define _XPMEM_SHM_H
@@ -55,167 +30,24 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
+#include "shm_wire.h"
 #include "xpmem_lib.h"
 
-#define SHM_REG_MAGIC		0x5845504d52454732ULL	/* "XEPMREG2" */
-#define SHM_REG_NAME		"xpmem-registry"	/* memfd name */
-#define SHM_REG_SLOTS		8192	/* slot = segid % SHM_REG_SLOTS */
-#define SHM_REG_MAX_SEGS	(SHM_REG_SLOTS / 2)	/* segments per owner */
-
-/* Ids of this backend: SHM_ID_MARK | 46 random bits. */
-#define SHM_ID_MARK		(1ULL << XPMEM_ID_BITS)
-#define SHM_ID_RANDOM		XPMEM_ID_MAX
-/* A segment's abstract socket: "\0xpmem-" and the segid in 12 hex digits. */
-#define SHM_SOCK_PREFIX		"xpmem-"
+/* Segments per owner: at most half the slots, so a draw finds a free one
+ * with probability >= 1/2. */
+#define SHM_REG_MAX_SEGS	(SHM_REG_SLOTS / 2)
 
 /* Default directory for objects, overridden by XPMEM_SHM_DIR. */
 #define SHM_DEFAULT_DIR		"/dev/shm"
 #define SHM_HUGE_PAGE		(2UL << 20)
 
-/* Registry header at offset 0 of the registry memfd (64 bytes). */
-struct shm_reg_header {
-	uint64_t magic;
-	int32_t pid;		/* owner pid as the owner sees it (for humans) */
-	uint32_t nslots;
-	uint64_t reserved[6];
-};
+/* atfork phases */
+#define SHM_FORK_PREPARE	0
+#define SHM_FORK_PARENT		1
+#define SHM_FORK_CHILD		2
 
-/* One segment (64 bytes), in slot segid % SHM_REG_SLOTS.  segid 0: free. */
-struct shm_reg_slot {
-	uint64_t segid;
-	int32_t obj_fd;		/* object fd in the owner */
-	uint32_t mode;		/* permit mode, 0777-style */
-	uint32_t uid;		/* owner's euid at make time */
-	uint32_t gid;		/* owner's egid at make time */
-	uint32_t page_size;	/* object page size (attach alignment) */
-	uint32_t flags;		/* SHM_SLOT_* */
-	uint64_t obj_dev;
-	uint64_t obj_ino;
-	uint64_t offset;	/* segment start in the object */
-	uint64_t size;		/* segment size */
-};
+/* ---- shm_object.c ------------------------------------------------------- */
 
-/* struct shm_reg_slot.flags */
-#define SHM_SLOT_RDONLY		0x1U	/* XPMEM_EXT_MAKE_RDONLY: no RDWR gets */
-#define SHM_SLOT_AUTH		0x2U	/* gets present an authorization key */
-
-/*
- * Authorization keys.  The owner keeps a segment's key in its own memory
- * (the registry only says SHM_SLOT_AUTH).  A peer of this library writes
- * one struct shm_auth on the segment's socket right after connecting,
- * with the key it presents (len 0: none).  For a segment without a key
- * the owner answers as always and never reads it; for one with a key it
- * reads it first (waiting SHM_AUTH_WAIT_MS at most, without holding up
- * other connections) and answers a missing or wrong key with a refusal
- * (SHM_LIMIT_AUTH), a right one as usual, and a right one from a peer of
- * its own uid or root (who read /proc) with a struct shm_grant of access
- * NONE and error 0: go ahead.  Peers that do not present a key, or
- * present one to a segment without, refuse themselves when they read the
- * slot (EACCES), as the module does; only peers of another uid are bound
- * by more than this library's word (they need the owner's descriptors).
- */
-#define SHM_AUTH_MAGIC		0x5850414d41555448ULL	/* "XPAMAUTH" */
-#define SHM_AUTH_WAIT_MS	2000
-
-struct shm_auth {
-	uint64_t magic;		/* SHM_AUTH_MAGIC */
-	uint64_t segid;
-	uint32_t len;		/* 0..XPMEM_EXT_AUTH_MAX */
-	uint32_t reserved;	/* 0 */
-	uint8_t key[XPMEM_EXT_AUTH_MAX];	/* zero past len */
-};
-
-/*
- * Requested keys (xpmem_ext_make()).  A key names a segment through a
- * second abstract socket of the owner, "\0xpmem-key-" and the key in hex,
- * so it is unique in the network namespace (bind: EADDRINUSE is EEXIST)
- * and gone with the owner.  The owner's accept thread answers every
- * connection there, whoever connects (keys are names, not secrets), with
- * one struct shm_key_answer; the peer then gets the segid as usual.
- */
-#define SHM_KEY_PREFIX		"xpmem-key-"
-#define SHM_KEY_MAGIC		0x58504d4b45594e4dULL	/* "XPMKEYNM" */
-
-struct shm_key_answer {
-	uint64_t magic;		/* SHM_KEY_MAGIC */
-	uint64_t segid;
-};
-
-_Static_assert(sizeof(struct shm_reg_header) == 64, "registry header size");
-_Static_assert(sizeof(struct shm_reg_slot) == 64, "registry slot size");
-
-#define SHM_REG_SIZE	(sizeof(struct shm_reg_header) + \
-			 SHM_REG_SLOTS * sizeof(struct shm_reg_slot))
-
-/*
- * The owner holds an OFD write lock on these bytes of its registry for as
- * long as its registry descriptor is open (exit, kill -9 and exec drop it).
- */
-#define SHM_REG_LOCK_START	0
-#define SHM_REG_LOCK_LEN	((off_t)sizeof(struct shm_reg_header))
-
-/*
- * The owner's answer to a lookup by a peer of another uid: one message of
- * exactly sizeof(struct shm_grant) bytes on the accepted connection, with
- * shm_grant_fds(access) descriptors in one SCM_RIGHTS: [0] the registry,
- * read-only; [1] the object, read-only; [2] the object, read-write (only
- * for SHM_ACCESS_RDWR).  The slot fields are those of the segment's
- * registry slot, which the peer compares with the slot itself.
- */
-#define SHM_GRANT_MAGIC	0x5850474d4752414eULL	/* "XPGMGRAN" */
-
-enum shm_access {
-	SHM_ACCESS_NONE = 0,
-	SHM_ACCESS_READ = 1,
-	SHM_ACCESS_RDWR = 2,
-};
-
-/* Why a grant gives less than the peer asked for (log text only). */
-enum shm_grant_limit {
-	SHM_LIMIT_NONE = 0,
-	SHM_LIMIT_MODE = 1,	/* the permit mode */
-	SHM_LIMIT_SPAN = 2,	/* the object holds memory shared less */
-	SHM_LIMIT_OWNER = 3,	/* the owner could not send descriptors */
-	SHM_LIMIT_AUTH = 4,	/* a missing or wrong authorization key */
-};
-
-struct shm_grant {
-	uint64_t magic;		/* SHM_GRANT_MAGIC */
-	uint64_t segid;
-	int32_t error;		/* 0, or a refusal's positive errno */
-	uint32_t access;	/* enum shm_access: which descriptors follow */
-	uint32_t limit;		/* enum shm_grant_limit */
-	uint32_t slot;		/* segid % SHM_REG_SLOTS */
-	uint32_t mode;		/* permit mode */
-	uint32_t uid;		/* owner's euid at make time */
-	uint32_t gid;		/* owner's egid at make time */
-	uint32_t page_size;	/* object page size */
-	uint64_t offset;	/* segment start in the object */
-	uint64_t size;		/* segment size */
-	uint64_t obj_dev;
-	uint64_t obj_ino;
-	uint64_t reg_dev;
-	uint64_t reg_ino;
-};
-
-_Static_assert(sizeof(struct shm_grant) == 96, "grant size");
-_Static_assert(sizeof(struct shm_auth) == 88, "auth size");
-
-/* Descriptors that come with a grant of @access. */
-static inline int shm_grant_fds(uint32_t access)
-{
-	return access == SHM_ACCESS_RDWR ? 3 :
-	       access == SHM_ACCESS_READ ? 2 : 0;
-}
-#define SHM_GRANT_MAX_FDS	3
-
-static inline off_t shm_slot_pos(unsigned int slot)
-{
-	return (off_t)(sizeof(struct shm_reg_header) +
-		       slot * sizeof(struct shm_reg_slot));
-}
-
-/* shm_object.c */
 int xpmem_lib_shm_id_draw(uint64_t *id);
 int xpmem_lib_shm_id_valid(int64_t id);
 unsigned int xpmem_lib_shm_slot_of(xpmem_segid_t segid);
@@ -228,27 +60,161 @@ socklen_t xpmem_lib_shm_key_sockaddr(const void *key, size_t key_len,
 int xpmem_lib_shm_object_create(size_t size, int *fd);
 int xpmem_lib_shm_huge_create(size_t size, int *fd);
 void xpmem_lib_shm_copy_nonzero(void *dst, const void *src, size_t size);
+int xpmem_lib_shm_reopen_rdonly(int fd);
+
+/* ---- shm_perm.c --------------------------------------------------------- */
+
+/* Whose access a permit mode is checked for. */
+struct shm_cred {
+	uid_t uid;		/* effective */
+	gid_t gid;		/* effective */
+	const gid_t *groups;	/* supplementary groups */
+	int ngroups;
+	int ipc_owner;		/* CAP_IPC_OWNER: the mode bits do not apply */
+};
+
+enum shm_access xpmem_lib_shm_mode_access(const struct shm_reg_slot *s,
+					  const struct shm_cred *who);
+/* This process's credentials; @buf holds up to @n supplementary groups. */
+void xpmem_lib_shm_self_cred(struct shm_cred *who, gid_t *buf, int n);
+
+/* ---- owner side --------------------------------------------------------- */
+
+enum shm_backing_kind { BACKING_ALLOC, BACKING_MIGRATED, BACKING_VECTOR };
+
+/* One owner range of a migrated backing, at object offset @off. */
+struct shm_piece {
+	char *addr;
+	size_t size;
+	size_t off;
+};
+
+/* Memory that sits on one shared object (shm_backing.c). */
+struct shm_backing {
+	struct shm_backing *next;
+	char *addr;
+	size_t size;
+	size_t used;		/* bytes asked for, page-rounded */
+	size_t page;		/* page size of the object */
+	int fd;
+	int rofd;		/* read-only reopen for other uids, or -1 */
+	dev_t dev;
+	ino_t ino;
+	enum shm_backing_kind kind;
+	struct shm_piece *pieces;	/* BACKING_VECTOR: npieces ranges */
+	unsigned int npieces;
+	unsigned int nsegs;
+	unsigned int mode;	/* union of the modes of its segments */
+};
+
+/* A live segment of this process (shm_owner.c). */
+struct shm_segment {
+	struct shm_segment *next;
+	xpmem_segid_t segid;
+	unsigned int slot;
+	int sock;		/* listening on the segid's abstract name */
+	int key_sock;		/* listening on its key's name, or -1 */
+	struct shm_backing *b;
+	struct shm_reg_slot info;	/* what its registry slot says */
+	uint32_t auth_len;		/* 0: no authorization key */
+	uint8_t auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
+};
+
+/* The owner side's state, all under @lock (shm_registry.c). */
+struct shm_owner {
+	pthread_mutex_t lock;
+	struct shm_segment *segments;
+	unsigned int nsegments;
+	struct shm_segment *slot_seg[SHM_REG_SLOTS];	/* segment per slot */
+	int reg_fd;			/* the registry, or -1 */
+	pid_t reg_pid;			/* process the registry belongs to */
+	int reg_rofd;			/* read-only reopen, for other uids */
+	uint64_t reg_dev, reg_ino;	/* the registry's inode */
+};
+
+/* shm_registry.c */
+extern struct shm_owner xpmem_lib_shm_owner;
+int xpmem_lib_shm_registry_create_locked(void);
+int xpmem_lib_shm_slot_write(unsigned int slot, const struct shm_reg_slot *s);
+void xpmem_lib_shm_slot_clear(unsigned int slot);
+struct shm_segment *xpmem_lib_shm_segment_locked(uint64_t segid);
+void xpmem_lib_shm_registry_reset_in_child(void);
+
+/* shm_backing.c */
+int xpmem_lib_shm_pieces(const struct iovec *iov, int n,
+			 struct shm_piece **pc, size_t *total);
+int xpmem_lib_shm_backing_get_locked(struct shm_piece **pc, int n,
+				     size_t total, struct shm_backing **b,
+				     size_t *boff);
+void xpmem_lib_shm_backing_put_locked(struct shm_backing *b);
+struct shm_backing *xpmem_lib_shm_backing_alloc_locked(void *addr);
+void xpmem_lib_shm_backing_free_locked(struct shm_backing *b);
+int xpmem_lib_shm_alloc(size_t size, unsigned int flags, void **addr);
+void xpmem_lib_shm_backings_reset_in_child(void);
+
+/* shm_answer.c */
+int xpmem_lib_shm_grant_fds_open_locked(struct shm_backing *b);
+void xpmem_lib_shm_answer_locked(struct shm_segment *seg, int c);
+void xpmem_lib_shm_answer_auth_locked(struct shm_segment *seg, int c,
+				      const struct shm_auth *a);
+void xpmem_lib_shm_answer_removed(int c, uint64_t segid);
+void xpmem_lib_shm_answer_key(const struct shm_segment *seg, int c);
+
+/* shm_server.c */
+int xpmem_lib_shm_server_start_locked(void);
+int xpmem_lib_shm_segment_listen_locked(struct shm_segment *seg);
+int xpmem_lib_shm_segment_key_listen_locked(struct shm_segment *seg,
+					    const void *key, size_t key_len);
+void xpmem_lib_shm_segment_unlisten_locked(struct shm_segment *seg);
+void xpmem_lib_shm_server_reset_in_child(void);
 
 /* shm_owner.c */
-/*
- * @n (1..XPMEM_EXT_MAKE_IOV_MAX) buffers at @iov as one segment; @key
- * and @auth NULL (and their lengths 0) or as xpmem_ext_make() takes them
- */
-int xpmem_lib_shm_make(const struct iovec *iov, int n, int mode,
-		       unsigned int flags, const void *key, size_t key_len,
-		       const void *auth, size_t auth_len, xpmem_segid_t *segid);
+int xpmem_lib_shm_make(const struct xpmem_lib_make_req *req,
+		       xpmem_segid_t *segid);
 int xpmem_lib_shm_remove(xpmem_segid_t segid);
-int xpmem_lib_shm_alloc(size_t size, unsigned int flags, void **addr);
 int xpmem_lib_shm_free(void *addr);
 void xpmem_lib_shm_owner_atfork(int phase);
 
+/* ---- peer side ---------------------------------------------------------- */
+
+/* A permit of this process (shm_peer.c); the lookup fills its files. */
+struct shm_permit {
+	struct shm_permit *next;
+	xpmem_apid_t apid;
+	xpmem_segid_t segid;
+	int flags;		/* XPMEM_RDONLY or XPMEM_RDWR */
+	int procfd;		/* /proc/<owner pid>; -1: from the owner */
+	int regfd;
+	int regfd_owner;	/* registry's fd number in the owner, or -1 */
+	int objfd;
+	unsigned int slot;
+	uint64_t offset;	/* segment start in the object */
+	uint64_t size;
+	uint64_t page;
+};
+
+/* shm_proc.c */
+int xpmem_lib_shm_read_slot(int regfd, unsigned int slot,
+			    struct shm_reg_slot *s);
+int xpmem_lib_shm_registry_valid(int regfd);
+int xpmem_lib_shm_registry_holds(int regfd, xpmem_segid_t segid,
+				 struct shm_reg_slot *s);
+int xpmem_lib_shm_registry_owned(int regfd);
+int xpmem_lib_shm_get_through_proc(struct shm_permit *p, xpmem_segid_t segid,
+				   int flags, pid_t pid,
+				   struct shm_reg_slot *s);
+void xpmem_lib_shm_lookup_atfork(int phase);
+
+/* shm_lookup.c */
+int xpmem_lib_shm_lookup(struct shm_permit *p,
+			 const struct xpmem_lib_get_req *req,
+			 struct shm_reg_slot *s);
+int xpmem_lib_shm_lookup_key(const struct xpmem_lib_get_req *req,
+			     xpmem_segid_t *segid);
+
 /* shm_peer.c */
-/* @auth: the authorization key presented (@auth_len bytes), or NULL */
-int xpmem_lib_shm_get(xpmem_segid_t segid, int flags, const void *auth,
-		      size_t auth_len, xpmem_apid_t *apid);
-int xpmem_lib_shm_get_key(const void *key, size_t key_len, int flags,
-			  const void *auth, size_t auth_len, xpmem_apid_t *apid,
-			  xpmem_segid_t *segid);
+int xpmem_lib_shm_get(const struct xpmem_lib_get_req *req, xpmem_apid_t *apid,
+		      xpmem_segid_t *segid);
 int xpmem_lib_shm_release(xpmem_apid_t apid);
 int xpmem_lib_shm_attach(xpmem_apid_t apid, off_t offset, size_t size,
 			 void *vaddr, unsigned int flags, void **addr);
@@ -258,10 +224,5 @@ int xpmem_lib_shm_populate(void *addr, size_t len, unsigned int flags);
 int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
 		       const void *arg, int buf_index);
 void xpmem_lib_shm_peer_atfork(int phase);
-
-/* atfork phases */
-#define SHM_FORK_PREPARE	0
-#define SHM_FORK_PARENT		1
-#define SHM_FORK_CHILD		2
 
 #endif /* _XPMEM_SHM_H */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * shm_object.c - the shm backend's shared helpers: ids and their socket
- * names, object creation, copying.  Below the owner and peer sides
- * (shm_owner.c, shm_peer.c); calls neither.
+ * names, object creation and reopening, copying.  The bottom of the
+ * backend: calls no other shm file.  Objects are created O_EXCL under a
+ * random name and unlinked before anyone else can open them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,7 +51,6 @@ int xpmem_lib_shm_id_valid(int64_t id)
 	return ((uint64_t)id & ~SHM_ID_RANDOM) == SHM_ID_MARK;
 }
 
-/* The registry slot of @segid. */
 /* *@ts = @ms milliseconds from now (CLOCK_MONOTONIC). */
 void xpmem_lib_shm_deadline(struct timespec *ts, int ms)
 {
@@ -75,6 +75,7 @@ int xpmem_lib_shm_ms_left(const struct timespec *deadline)
 	return ms < 0 ? 0 : (int)ms;
 }
 
+/* The registry slot of @segid. */
 unsigned int xpmem_lib_shm_slot_of(xpmem_segid_t segid)
 {
 	return (unsigned int)((uint64_t)segid % SHM_REG_SLOTS);
@@ -269,4 +270,21 @@ void xpmem_lib_shm_copy_nonzero(void *dst, const void *src, size_t size)
 		if (!page_is_zero(s, page))
 			memcpy((unsigned char *)dst + off, s, page);
 	}
+}
+
+/**
+ * xpmem_lib_shm_reopen_rdonly - a new read-only open file description of
+ * what this process's @fd opens (through /proc/self/fd): mappings of it
+ * can never be made writable.
+ *
+ * Return: the O_RDONLY|O_CLOEXEC descriptor, or -errno.
+ */
+int xpmem_lib_shm_reopen_rdonly(int fd)
+{
+	char path[40];
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	return f < 0 ? -errno : f;
 }

@@ -3,16 +3,12 @@
  * util.c - small helpers: page size, randomness, credentials.
  */
 #include <errno.h>
-#include <grp.h>
 #include <linux/capability.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "xpmem_lib.h"
-
-/* Most supplementary groups a credential check looks at. */
-#define XPMEM_LIB_MAX_GROUPS	256
 
 /* Base page size (sysconf reads it from the aux vector: no syscall). */
 size_t xpmem_lib_page_size(void)
@@ -60,24 +56,6 @@ int xpmem_lib_has_cap(int cap)
 	if (syscall(SYS_capget, &hdr, data) != 0)
 		return 0;
 	return !!(data[cap / 32].effective & (1U << (cap % 32)));
-}
-
-/**
- * xpmem_lib_in_group - whether @gid is the caller's egid or one of its
- * supplementary groups (what in_group_p() checks in the kernel).
- */
-int xpmem_lib_in_group(gid_t gid)
-{
-	gid_t groups[XPMEM_LIB_MAX_GROUPS];
-	int n, i;
-
-	if (getegid() == gid)
-		return 1;
-	n = getgroups(XPMEM_LIB_MAX_GROUPS, groups);
-	for (i = 0; i < n; i++)
-		if (groups[i] == gid)
-			return 1;
-	return 0;
 }
 
 /* The backend's features: its static ones and those found at run time. */

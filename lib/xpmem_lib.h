@@ -48,8 +48,44 @@ size_t xpmem_lib_page_size(void);
 int xpmem_lib_random(void *buf, size_t len);
 /* @cap (CAP_*) is in the caller's effective capability set. */
 int xpmem_lib_has_cap(int cap);
-/* @gid is the caller's egid or one of its supplementary groups. */
-int xpmem_lib_in_group(gid_t gid);
+
+/* ---- requests ---------------------------------------------------------- */
+
+/*
+ * struct xpmem_lib_make_req - a make as api.c checked it: @iovcnt
+ * (1..XPMEM_EXT_MAKE_IOV_MAX) buffers at @iov, a mode within 0777,
+ * XPMEM_EXT_MAKE_RDONLY or 0, a key and an authorization key each NULL
+ * (length 0) or 1..XPMEM_EXT_KEY_MAX / XPMEM_EXT_AUTH_MAX bytes.  @ext:
+ * asked through xpmem_ext_make*(), so the kernel backend issues the
+ * extension command (xpmem_make() is the classic one, with defaults).
+ */
+struct xpmem_lib_make_req {
+	const struct iovec *iov;
+	int iovcnt;
+	int mode;
+	unsigned int flags;
+	const void *key;
+	size_t key_len;
+	const void *auth;
+	size_t auth_len;
+	int ext;
+};
+
+/*
+ * struct xpmem_lib_get_req - a get as api.c checked it: of @segid, or
+ * (@key non-NULL, @segid 0) of the segment made with @key; XPMEM_RDONLY or
+ * XPMEM_RDWR; an authorization key NULL or 1..XPMEM_EXT_AUTH_MAX bytes.
+ * @ext as for make.
+ */
+struct xpmem_lib_get_req {
+	xpmem_segid_t segid;
+	int flags;
+	const void *key;
+	size_t key_len;
+	const void *auth;
+	size_t auth_len;
+	int ext;
+};
 
 /* ---- backends ---------------------------------------------------------- */
 
@@ -63,21 +99,13 @@ struct xpmem_lib_backend {
 	unsigned long features;		/* XPMEM_EXT_F_* */
 	unsigned long (*more_features)(void);	/* found at run time, or NULL */
 	int (*version)(void);		/* >= 0 or -errno */
-	int (*make)(void *vaddr, size_t size, int mode, xpmem_segid_t *segid);
+	/* keys (XPMEM_EXT_F_KEYS), several buffers (XPMEM_EXT_F_MAKEV) */
+	int (*make)(const struct xpmem_lib_make_req *req,
+		    xpmem_segid_t *segid);
 	int (*remove)(xpmem_segid_t segid);
-	int (*get)(xpmem_segid_t segid, int flags, xpmem_apid_t *apid);
-	/*
-	 * keys (XPMEM_EXT_F_KEYS), and with more than one buffer
-	 * XPMEM_EXT_F_MAKEV; NULL where the backend has none.  @iov: @iovcnt
-	 * (1..XPMEM_EXT_MAKE_IOV_MAX) buffers
-	 */
-	int (*make_ext)(const struct iovec *iov, int iovcnt, int mode,
-			unsigned int flags, const void *key, size_t key_len,
-			const void *auth, size_t auth_len,
-			xpmem_segid_t *segid);
-	int (*get_ext)(xpmem_segid_t segid, const void *key, size_t key_len,
-		       int flags, const void *auth, size_t auth_len,
-		       xpmem_apid_t *apid, xpmem_segid_t *found);
+	/* *@segid: the segment's (the one found by key, or req->segid) */
+	int (*get)(const struct xpmem_lib_get_req *req, xpmem_apid_t *apid,
+		   xpmem_segid_t *segid);
 	int (*release)(xpmem_apid_t apid);
 	/* @flags: XPMEM_EXT_ATTACH_RDONLY, _POPULATE, _POPULATE_WRITE */
 	int (*attach)(xpmem_apid_t apid, off_t offset, size_t size,

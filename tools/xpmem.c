@@ -18,7 +18,7 @@
  *           other users are not readable and are counted as "hidden"; a
  *           module without that directory has /proc/xpmem/<tgid> files,
  *           which are counted the same way but list nothing).  Shm backend:
- *           the registry memfd (lib/shm.h) each owner holds open for
+ *           the registry memfd (lib/shm_wire.h) each owner holds open for
  *           writing, among the descriptors of the processes the caller may
  *           open (peers hold it read-only); attacher counts are not known
  *           there.
@@ -70,7 +70,7 @@
 #include <unistd.h>
 
 #include "xpmem.h"
-#include "shm.h"
+#include "shm_wire.h"
 
 #ifndef XPMEM_PKG_VERSION
 #define XPMEM_PKG_VERSION "unknown"
