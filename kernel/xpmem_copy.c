@@ -3,35 +3,16 @@
  * xpmem_copy.c - copies through a permit (EXT_COPY), from an ioctl or an
  * io_uring command (xpmem_main.c)
  *
- * A copy needs no attachment: the owner's pages of a few pages of the
- * range are pinned under the owner's mmap_lock (read), the lock is
- * dropped, the bytes move between those pages and the caller's buffers,
- * and the pins go; then the next few.  Nothing is pinned between two
- * batches, so a copy keeps the owner's memory no longer than a read(2)
- * of it would.  The owner VMAs a copy may reach are those an attachment
- * may mirror (xpmem_vma_mirrorable()); get_user_pages() applies the
- * owner's protections, so a COPY_TO never writes a read-only page and
- * breaks copy-on-write sharing as a write of the owner would.
- *
- * io_uring: IORING_OP_URING_CMD carries a pointer to the same argument.
- * A small copy is tried inline (without waiting for the owner's
- * mmap_lock); anything else, and a copy that would wait, returns -EAGAIN
- * from the non-blocking issue so that io_uring's workers run it, which
- * may run several at once.  A copy that is retried restarts from its
- * first byte; copying a byte twice is harmless.
- *
- * Revocation: the bytes of a batch move inside a revocation read section
- * (xpmem_revoke.c) that first checks the permit and the segment, with page
- * faults disabled; where the caller's buffer needs a fault, the section
- * ends, the buffer is faulted in, and a new section checks again.  REMOVE
- * and RELEASE wait for the sections in progress (bounded: a memcpy of at
- * most one batch), so once they return no byte moves; a copy that was
- * running stops with a short count, or -ENOENT if it had moved nothing.
- *
- * Locks: the owner's mmap_lock (read), held only around the pinning of one
- * batch; the revocation section (read) around a batch's memcpy; nothing
- * is held while the caller's buffers fault (and take the caller's
- * mmap_lock).
+ * Invariants (docs/design.md, "Copies and io_uring"):
+ * - owner pages are pinned a batch at a time (XPMEM_COPY_BATCH pages)
+ *   under the owner's mmap_lock, and unpinned before the next batch;
+ *   only VMAs an attachment may mirror are reached, with the owner's
+ *   protections (get_user_pages());
+ * - a batch's bytes move inside a revocation read section (xpmem_revoke.c)
+ *   that checks the permit and the segment first and never faults; the
+ *   caller's buffers fault outside it, with nothing held;
+ * - io_uring's inline issue never waits: -EAGAIN sends the copy to a
+ *   worker, which restarts it from its first byte.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>

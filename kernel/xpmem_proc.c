@@ -1,48 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xpmem_proc.c - the classic read-only /proc/xpmem files
+ * xpmem_proc.c - the classic read-only /proc/xpmem files, and
+ * /proc/xpmem-objects/<tgid> (each thread group's objects, for `xpmem list`)
  *
- * Test scripts and site health checks written for the classic modules grep
- * "pages pinned" and "pages unpinned" in /proc/xpmem/ to find leaked pins.
- * These files give them honest answers from our own accounting:
- *   /proc/xpmem/global_pages   all pages pinned by XPMEM: N
- *                              all pages unpinned by XPMEM: N
- *   /proc/xpmem/<tgid>         pages pinned by XPMEM: N
- *                              pages unpinned by XPMEM: N
- * one <tgid> file per thread group that has /dev/xpmem open, readable by
- * its owner only (and root).
- * This module never pins pages (attachments mirror the owner's page
- * tables), so every count is 0; a leak check that compares the two
- * totals passes exactly when nothing is pinned.  The sysfs counters in
- * /sys/class/misc/xpmem/stats/ are the real interface.
- *
- * Classic scripts read every file in /proc/xpmem, so those stay exactly
- * classic.  Beside them, /proc/xpmem-objects/<tgid> (same owner and mode)
- * lists that thread group's objects, one per line, for `xpmem list`
- * (docs/design.md has the format):
- *   segment 0x<segid> vaddr 0x<addr> size <bytes> mode 0<mode> attachments <n>
- *   permit 0x<apid> segment 0x<segid> owner <tgid> access rdonly|rdwr attachments <n>
- *   attachment segment 0x<segid> apid 0x<apid> offset <bytes> size <bytes> access rdonly|rdwr
- * (owner 0: the segment was removed, or its owner's thread group is gone).
- * Only the file's owner and root can read it, so nothing is shown to other
- * users.  This file reads the structures of every layer below main and
- * calls none of their functions.
- *
- * The files belong to a thread group, never to a pid number: a device file
- * outlives its opener when another process holds it (SCM_RIGHTS, a fork
- * child, a shared descriptor table), and once the opener is reaped its
- * number can go to a process of another user.  So an entry holds the
- * opener's struct pid and lists only ctxs opened by that very thread group
- * (ctx->tgid, compared as pointers).  A ctx leaves its entry when the
- * thread group stops holding its file: at the ->flush of a close by a task
- * of that group that leaves no other descriptor of it in the closer's
- * table, which includes the close of every descriptor at exit (the classic
- * modules drop the file at that flush too); or at the last close of the
- * file.  The files go with the entry's last ctx.  Where no such flush runs
- * (the descriptor table shared with another process, CLONE_FILES), an
- * entry may outlive its thread group: it then shows nothing, and the next
- * open of the device by anyone removes it, so a new thread group with the
- * same number gets files of its own, owned by its own uid.
+ * Invariants (docs/design.md, "Counters and /proc/xpmem"):
+ * - /proc/xpmem/global_pages and /proc/xpmem/<tgid> say exactly what the
+ *   classic files say; nothing is ever pinned, so every count is 0;
+ * - a <tgid> file belongs to a thread group (its struct pid), never to a
+ *   number, is readable by its owner and root only, and lists only ctxs
+ *   that very thread group opened;
+ * - a ctx leaves its entry at the ->flush after which its thread group
+ *   holds the file no more, or at the last close; an entry whose group is
+ *   gone shows nothing and goes at the next open of the device.
+ * This file reads the structures of every layer below main and calls none
+ * of their functions.
  */
 #include <linux/cred.h>
 #include <linux/fdtable.h>
