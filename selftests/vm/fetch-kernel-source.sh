@@ -1,0 +1,96 @@
+#!/bin/bash
+# Fetch (or reuse) a Debian linux-source-X.Y package for a test kernel.
+#
+# Usage: selftests/vm/fetch-kernel-source.sh [-o SRCDIR] X.Y...
+#        (X.Y one of: 5.10 (bullseye), 7.2 (sid); SRCDIR default build/src)
+#
+# apt runs with a private sources list, private package lists, state,
+# status file and archive cache, all under SRCDIR/apt, and without dpkg
+# or its lock: the machine's own apt configuration (/etc/apt, /var/lib/apt,
+# /var/cache/apt) is neither used nor changed.  The .deb is unpacked with
+# dpkg-deb -x (no dpkg database), leaving SRCDIR/linux-source-X.Y.tar.xz,
+# the tarball the kernel build script extracts.  Cached: nothing is
+# fetched while that tarball is present (delete it to refetch).
+#
+# Prints the path of each tarball on stdout; progress goes to stderr.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+srcdir=$top/build/src
+if [ "${1:-}" = "-o" ]; then
+	srcdir=$2
+	shift 2
+fi
+[ $# -gt 0 ] || set -- 5.10 7.2
+
+die() { echo "fetch-kernel-source: $*" >&2; exit 1; }
+log() { echo "fetch-kernel-source: $*" >&2; }
+
+# apt source lines per kernel series: the Debian release that ships it.
+kr=/usr/share/keyrings
+sources_for() {
+	case "$1" in
+	5.10)
+		echo "deb [signed-by=$kr/debian-archive-bullseye-stable.gpg,$kr/debian-archive-bullseye-automatic.gpg] http://deb.debian.org/debian bullseye main"
+		echo "deb [signed-by=$kr/debian-archive-bullseye-security-automatic.gpg,$kr/debian-archive-bullseye-stable.gpg] http://deb.debian.org/debian-security bullseye-security main" ;;
+	7.2)
+		echo "deb [signed-by=$kr/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" ;;
+	*)
+		return 1 ;;
+	esac
+}
+
+fetch_one() {
+	local ver=$1 pkg=linux-source-$1 tar=$srcdir/linux-source-$1.tar.xz
+	local a=$srcdir/apt/$ver deb start
+	if [ -s "$tar" ]; then
+		log "$pkg: cached ($tar)"
+		echo "$tar"
+		return 0
+	fi
+	start=$(date +%s)
+	mkdir -p "$a/lists/partial" "$a/archives/partial" "$a/etc"
+	sources_for "$ver" > "$a/etc/sources.list" || die "unknown kernel series '$ver' (known: 5.10 7.2)"
+	: > "$a/status"
+	local opts=(
+		-o "Dir::State=$a"
+		-o "Dir::State::Lists=$a/lists"
+		-o "Dir::State::status=$a/status"
+		-o "Dir::Cache=$a"
+		-o "Dir::Cache::archives=$a/archives"
+		-o "Dir::Cache::pkgcache="
+		-o "Dir::Cache::srcpkgcache="
+		-o "Dir::Etc::SourceList=$a/etc/sources.list"
+		-o "Dir::Etc::SourceParts=/dev/null"
+		-o "Debug::NoLocking=1"
+		-o "Acquire::Languages=none"
+		-o "APT::Get::List-Cleanup=0"
+		-o "APT::Sandbox::User=root"
+	)
+	log "$pkg: apt-get update (private lists in $a)"
+	apt-get -q "${opts[@]}" update >&2 || die "apt-get update failed"
+	log "$pkg: downloading $(apt-cache "${opts[@]}" policy "$pkg" | sed -n 's/^ *Candidate: //p')"
+	# apt-get download writes into the current directory (as root: the
+	# private tree need not be reachable by the _apt user).
+	(cd "$a/archives" && apt-get -q "${opts[@]}" download "$pkg" >&2) ||
+		die "apt-get download $pkg failed"
+	deb=$(ls "$a/archives/${pkg}_"*.deb | sort -V | tail -n 1)
+	[ -f "$deb" ] || die "no .deb for $pkg"
+	log "$pkg: unpacking $(basename "$deb")"
+	rm -rf "$a/root"
+	dpkg-deb -x "$deb" "$a/root"
+	[ -f "$a/root/usr/src/$pkg.tar.xz" ] || die "$deb holds no usr/src/$pkg.tar.xz"
+	mv "$a/root/usr/src/$pkg.tar.xz" "$tar.tmp"
+	basename "$deb" > "$srcdir/$pkg.deb-name"
+	mv "$tar.tmp" "$tar"
+	rm -rf "$a/root" "$deb"
+	log "$pkg: fetched in $(( $(date +%s) - start )) s"
+	echo "$tar"
+}
+
+mkdir -p "$srcdir"
+srcdir=$(cd "$srcdir" && pwd)
+for v in "$@"; do
+	fetch_one "$v"
+done
