@@ -9,6 +9,9 @@
 #include <linux/ipc_namespace.h>
 #include <linux/mm.h>
 #include <linux/proc_ns.h>
+#include <linux/sched/mm.h>
+
+#include "xpmem_uapi.h"
 
 /*
  * XPMEM_HAVE_VM_FLAGS_SET comes from Kbuild, which looks for the helper in
@@ -40,6 +43,43 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 	defined(CONFIG_ARCH_SUPPORTS_PMD_PFNMAP)
 #define XPMEM_HAVE_HUGE_PFNMAP	1
 #endif
+
+/*
+ * A huge PMD of @pfn for @vmf.  pfn_t (and <linux/pfn_t.h>) went away in
+ * 7.x: vmf_insert_pfn_pmd() takes the PFN itself (Kbuild looks for the
+ * header: XPMEM_HAVE_PFN_T).
+ */
+#ifdef XPMEM_HAVE_HUGE_PFNMAP
+#ifdef XPMEM_HAVE_PFN_T
+#include <linux/pfn_t.h>
+#endif
+
+static inline vm_fault_t xpmem_insert_pfn_pmd(struct vm_fault *vmf,
+					      unsigned long pfn, bool write)
+{
+#ifdef XPMEM_HAVE_PFN_T
+	return vmf_insert_pfn_pmd(vmf, pfn_to_pfn_t(pfn), write);
+#else
+	return vmf_insert_pfn_pmd(vmf, pfn, write);
+#endif
+}
+
+/*
+ * An address for @len bytes in the current mm, as mmap() would choose it
+ * for anonymous memory.  mm_get_unmapped_area() lost its mm argument in
+ * 7.x (Kbuild: XPMEM_HAVE_MM_GET_UNMAPPED_AREA_MM).
+ */
+static inline unsigned long xpmem_get_unmapped_area(unsigned long addr,
+						    unsigned long len,
+						    unsigned long flags)
+{
+#ifdef XPMEM_HAVE_MM_GET_UNMAPPED_AREA_MM
+	return mm_get_unmapped_area(current->mm, NULL, addr, len, 0, flags);
+#else
+	return mm_get_unmapped_area(NULL, addr, len, 0, flags);
+#endif
+}
+#endif /* XPMEM_HAVE_HUGE_PFNMAP */
 
 /*
  * A writable, dirty PTE for a VMA that is never a shadow stack.  From 6.6
@@ -93,23 +133,35 @@ static inline long xpmem_pin_user_pages_remote(struct mm_struct *mm,
 }
 
 /*
- * io_uring commands: struct io_uring_cmd moved to <linux/io_uring/cmd.h>
- * (6.7), and its 16-byte command area, a copy of the SQE's in 6.1
- * (ioucmd->cmd), is reached through the SQE from 6.6 on (Kbuild looks for
- * both).
+ * io_uring commands: file_operations.uring_cmd (5.19; Kbuild looks for it:
+ * XPMEM_HAVE_URING_CMD).  Without it the module has no io_uring commands
+ * and QUERY does not report them (XPMEM_URING_CMDS is 0).  struct
+ * io_uring_cmd moved to <linux/io_uring/cmd.h> (6.7), and its 16-byte
+ * command area, a copy of the SQE's in 6.1 (ioucmd->cmd), is reached
+ * through the SQE from 6.6 on, with the area's type from 7.x (Kbuild
+ * looks for each).
  */
+struct io_uring_cmd;
+struct iov_iter;
+
+#ifdef XPMEM_HAVE_URING_CMD
+#define XPMEM_URING_CMDS	IS_ENABLED(CONFIG_IO_URING)
+
 #ifdef XPMEM_HAVE_IO_URING_CMD_H
 #include <linux/io_uring/cmd.h>
 #else
 #include <linux/io_uring.h>
 #endif
 
-static inline const void *xpmem_uring_cmd_area(struct io_uring_cmd *ioucmd)
+static inline const struct xpmem_ext_uring_cmd *
+xpmem_uring_cmd_area(struct io_uring_cmd *ioucmd)
 {
-#ifdef XPMEM_HAVE_IO_URING_SQE_CMD
+#if defined(XPMEM_HAVE_IO_URING_SQE_CMD_TYPE)
+	return io_uring_sqe_cmd(ioucmd->sqe, struct xpmem_ext_uring_cmd);
+#elif defined(XPMEM_HAVE_IO_URING_SQE_CMD)
 	return io_uring_sqe_cmd(ioucmd->sqe);
 #else
-	return ioucmd->cmd;
+	return (const void *)ioucmd->cmd;
 #endif
 }
 
@@ -138,5 +190,52 @@ static inline int xpmem_uring_result(struct io_uring_cmd *ioucmd,
 #endif
 	return ret;
 }
+#else
+#define XPMEM_URING_CMDS	0
+#endif /* XPMEM_HAVE_URING_CMD */
+
+/*
+ * Copies to and from a ring's registered buffers (IORING_URING_CMD_FIXED,
+ * 6.1; Kbuild: XPMEM_HAVE_URING_CMD_FIXED).  io_uring_cmd_import_fixed()
+ * takes the issue flags from 6.16 on (Kbuild:
+ * XPMEM_HAVE_URING_IMPORT_FLAGS): it locks the ring's buffer table unless
+ * the issue holds the ring's lock.
+ */
+#if XPMEM_URING_CMDS && defined(XPMEM_HAVE_URING_CMD_FIXED)
+#define XPMEM_URING_FIXED	1
+
+static inline bool xpmem_uring_cmd_fixed(struct io_uring_cmd *ioucmd)
+{
+	return ioucmd->flags & IORING_URING_CMD_FIXED;
+}
+
+static inline int xpmem_uring_import_fixed(struct io_uring_cmd *ioucmd,
+					   u64 ubuf, unsigned long len,
+					   int rw, struct iov_iter *iter,
+					   unsigned int issue_flags)
+{
+#ifdef XPMEM_HAVE_URING_IMPORT_FLAGS
+	return io_uring_cmd_import_fixed(ubuf, len, rw, iter, ioucmd,
+					 issue_flags);
+#else
+	return io_uring_cmd_import_fixed(ubuf, len, rw, iter, ioucmd);
+#endif
+}
+#else
+#define XPMEM_URING_FIXED	0
+
+static inline bool xpmem_uring_cmd_fixed(struct io_uring_cmd *ioucmd)
+{
+	return false;
+}
+
+static inline int xpmem_uring_import_fixed(struct io_uring_cmd *ioucmd,
+					   u64 ubuf, unsigned long len,
+					   int rw, struct iov_iter *iter,
+					   unsigned int issue_flags)
+{
+	return -EOPNOTSUPP;
+}
+#endif
 
 #endif /* _XPMEM_COMPAT_H */

@@ -284,15 +284,16 @@ static int xpmem_copy_import(const struct xpmem_ext_copy *cmd,
  */
 static int xpmem_copy_import_fixed(const struct xpmem_ext_copy *cmd,
 				   struct io_uring_cmd *ioucmd,
+				   unsigned int issue_flags,
 				   struct iov_iter *iter)
 {
 	unsigned int dir = (cmd->flags & XPMEM_EXT_COPY_TO) ? WRITE : READ;
 
 	if (cmd->flags & XPMEM_EXT_COPY_IOV)
 		return -EINVAL;
-	return io_uring_cmd_import_fixed(cmd->addr,
-					 min_t(u64, cmd->len, MAX_RW_COUNT),
-					 dir, iter, ioucmd);
+	return xpmem_uring_import_fixed(ioucmd, cmd->addr,
+					min_t(u64, cmd->len, MAX_RW_COUNT),
+					dir, iter, issue_flags);
 }
 
 /**
@@ -304,6 +305,7 @@ static int xpmem_copy_import_fixed(const struct xpmem_ext_copy *cmd,
  *          owner's mmap_lock
  * @fixed: the io_uring command whose registered buffer is the local
  *         buffer (IORING_URING_CMD_FIXED), or NULL
+ * @issue_flags: @fixed's issue flags (0 without @fixed)
  *
  * Return: bytes copied (short only if stopped after the first byte),
  * -EINVAL for a malformed request or a range outside the segment,
@@ -313,7 +315,8 @@ static int xpmem_copy_import_fixed(const struct xpmem_ext_copy *cmd,
  * fatal signal, -EAGAIN (only with @nowait), -ENOMEM.
  */
 ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
-		   bool nowait, struct io_uring_cmd *fixed)
+		   bool nowait, struct io_uring_cmd *fixed,
+		   unsigned int issue_flags)
 {
 	bool to_seg = cmd->flags & XPMEM_EXT_COPY_TO;
 	struct iovec fast[XPMEM_COPY_FAST_IOV], *alloc;
@@ -329,7 +332,7 @@ ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 		return -EAGAIN;
 	alloc = NULL;
 	if (fixed)
-		ret = xpmem_copy_import_fixed(cmd, fixed, &iter);
+		ret = xpmem_copy_import_fixed(cmd, fixed, issue_flags, &iter);
 	else
 		ret = xpmem_copy_import(cmd, fast, &alloc, &iter);
 	if (ret)

@@ -23,7 +23,6 @@
 #include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
-#include <linux/pfn_t.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/swap.h>
@@ -516,7 +515,7 @@ static vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
 	orig = READ_ONCE(*pmd);
 	if (!pmd_none(orig) && !(pmd_leaf(orig) && pmd_pfn(orig) == pfn0))
 		return VM_FAULT_FALLBACK;
-	ret = vmf_insert_pfn_pmd(vmf, pfn_to_pfn_t(pfn0), write);
+	ret = xpmem_insert_pfn_pmd(vmf, pfn0, write);
 	if (!(ret & VM_FAULT_ERROR)) {
 		xpmem_fault_touch(pfns[fidx], write);
 		atomic_long_inc(&xpmem_stats.pmd_mapped);
@@ -1029,15 +1028,12 @@ unsigned long xpmem_att_get_unmapped_area(struct file *file,
 
 	if ((flags & MAP_FIXED) || len < PMD_SIZE ||
 	    !xpmem_fault_huge_enabled() || len > TASK_SIZE - PMD_SIZE)
-		return mm_get_unmapped_area(current->mm, NULL, addr, len, 0,
-					    flags);
+		return xpmem_get_unmapped_area(addr, len, flags);
 	want = xpmem_range_oaddr(&att->mirrors[0].r, pgoff << PAGE_SHIFT) &
 	       ~PMD_MASK;
-	ret = mm_get_unmapped_area(current->mm, NULL, addr, len + PMD_SIZE, 0,
-				   flags);
+	ret = xpmem_get_unmapped_area(addr, len + PMD_SIZE, flags);
 	if (IS_ERR_VALUE(ret))
-		return mm_get_unmapped_area(current->mm, NULL, addr, len, 0,
-					    flags);
+		return xpmem_get_unmapped_area(addr, len, flags);
 	return ret + ((want - ret) & ~PMD_MASK);
 }
 #else

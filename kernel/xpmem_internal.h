@@ -489,7 +489,8 @@ void xpmem_seg_end(struct xpmem_seg *seg);
 
 /* xpmem_copy.c: copies through a permit */
 ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
-		   bool nowait, struct io_uring_cmd *fixed);
+		   bool nowait, struct io_uring_cmd *fixed,
+		   unsigned int issue_flags);
 
 /*
  * xpmem_proc.c: the classic /proc/xpmem files, and the objects of each

@@ -271,8 +271,8 @@ static void xpmem_query(struct xpmem_ext_query *q)
 	q->fault_window_pages = xpmem_fault_window_pages();
 	q->features = XPMEM_EXT_KF_ATTACH | XPMEM_EXT_KF_KEYS |
 		      XPMEM_EXT_KF_COPY | XPMEM_EXT_KF_MAKE_IOV |
-		      (IS_ENABLED(CONFIG_IO_URING) ?
-		       XPMEM_EXT_KF_URING | XPMEM_EXT_KF_URING_FIXED : 0) |
+		      (XPMEM_URING_CMDS ? XPMEM_EXT_KF_URING : 0) |
+		      (XPMEM_URING_FIXED ? XPMEM_EXT_KF_URING_FIXED : 0) |
 		      (xpmem_fault_huge_enabled() ? XPMEM_EXT_KF_HUGE_PMD : 0);
 	q->commands = XPMEM_EXT_COMMANDS;
 	q->max_segments = READ_ONCE(xpmem_max_segments);
@@ -446,7 +446,7 @@ static long xpmem_ioctl_ext_copy(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_check_copy(&cmd) ?: xpmem_copy(ctx, &cmd, false, NULL);
+	return xpmem_check_copy(&cmd) ?: xpmem_copy(ctx, &cmd, false, NULL, 0);
 }
 
 static long xpmem_ioctl_ext_populate(void __user *uarg)
@@ -509,6 +509,9 @@ static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 /* ---- io_uring commands -------------------------------------------------- */
 
+/* (compiled where the kernel has file_operations.uring_cmd: compat.h) */
+#ifdef XPMEM_HAVE_URING_CMD
+
 /*
  * The argument of an io_uring command: its struct xpmem_ext_uring_cmd,
  * then the struct it points to.
@@ -530,14 +533,14 @@ static int xpmem_uring_copy(struct xpmem_ctx *ctx,
 			    struct io_uring_cmd *ioucmd,
 			    unsigned int issue_flags)
 {
-	bool fixed = ioucmd->flags & IORING_URING_CMD_FIXED;
+	bool fixed = xpmem_uring_cmd_fixed(ioucmd);
 	struct xpmem_ext_copy cmd;
 	ssize_t ret;
 
 	ret = xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd)) ?:
 	      xpmem_check_copy(&cmd) ?:
 	      xpmem_copy(ctx, &cmd, issue_flags & IO_URING_F_NONBLOCK,
-			 fixed ? ioucmd : NULL);
+			 fixed ? ioucmd : NULL, fixed ? issue_flags : 0);
 	return xpmem_uring_result(ioucmd, ret, issue_flags);
 }
 
@@ -582,6 +585,7 @@ static int xpmem_uring_cmd(struct io_uring_cmd *ioucmd,
 		return -ENOTTY;
 	}
 }
+#endif /* XPMEM_HAVE_URING_CMD */
 
 static const struct file_operations xpmem_fops = {
 	.owner = THIS_MODULE,
@@ -589,7 +593,9 @@ static const struct file_operations xpmem_fops = {
 	.flush = xpmem_flush,
 	.release = xpmem_release,
 	.unlocked_ioctl = xpmem_ioctl,
+#ifdef XPMEM_HAVE_URING_CMD
 	.uring_cmd = xpmem_uring_cmd,
+#endif
 	.llseek = noop_llseek,
 };
 
