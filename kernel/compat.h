@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * compat.h - the kernel-version differences xpmem.ko cares about, in one
- * place.  Supported: 6.1 (Debian 12 stock) up to 6.12.
+ * place.  Built against 5.10 (Debian 11) up to 7.2.  Every difference is
+ * decided by what the kernel's headers have (the XPMEM_HAVE_* probes in
+ * Kbuild, or a macro's own presence), never by a version number.
  */
 #ifndef _XPMEM_COMPAT_H
 #define _XPMEM_COMPAT_H
 
+#include <linux/fs.h>
 #include <linux/ipc_namespace.h>
+#include <linux/lockdep.h>
+#include <linux/magic.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/proc_ns.h>
 #include <linux/sched/mm.h>
+#include <linux/swap.h>
+#include <linux/uio.h>
 
 #include "xpmem_uapi.h"
 
@@ -29,6 +37,167 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 	vma->vm_flags &= ~flags;
 }
 #endif
+
+/* Annotations and debug checks that older kernels lack. */
+#ifndef __counted_by
+#define __counted_by(...)
+#endif
+
+#ifndef lockdep_assert_not_held
+#ifdef CONFIG_LOCKDEP
+#define lockdep_assert_not_held(l)	WARN_ON_ONCE(debug_locks && lockdep_is_held(l))
+#else
+#define lockdep_assert_not_held(l)	((void)(l))
+#endif
+#endif
+
+/*
+ * vma_lookup() (5.14): the VMA that contains @addr, or NULL
+ * (XPMEM_HAVE_VMA_LOOKUP from Kbuild).
+ */
+#ifndef XPMEM_HAVE_VMA_LOOKUP
+static inline struct vm_area_struct *vma_lookup(struct mm_struct *mm,
+						unsigned long addr)
+{
+	struct vm_area_struct *vma = find_vma(mm, addr);
+
+	return vma && addr >= vma->vm_start ? vma : NULL;
+}
+#endif
+
+/**
+ * xpmem_find_vma_match - the first VMA of @mm overlapping [@start, @end)
+ *                        that @match accepts, in address order
+ * @mm: under its mmap_lock
+ * @start: first address
+ * @end: end of the range (exclusive)
+ * @match: the test, called for each overlapping VMA until it is true
+ * @data: its argument
+ *
+ * The VMA iterator (maple tree, 6.1; Kbuild: XPMEM_HAVE_VMA_ITERATOR), or
+ * the VMA list before it.  Return: the VMA, or NULL.
+ */
+static inline struct vm_area_struct *
+xpmem_find_vma_match(struct mm_struct *mm, unsigned long start,
+		     unsigned long end,
+		     bool (*match)(struct vm_area_struct *vma, void *data),
+		     void *data)
+{
+	struct vm_area_struct *vma;
+#ifdef XPMEM_HAVE_VMA_ITERATOR
+	VMA_ITERATOR(vmi, mm, start);
+
+	for_each_vma_range(vmi, vma, end)
+		if (match(vma, data))
+			return vma;
+#else
+	for (vma = find_vma(mm, start); vma && vma->vm_start < end;
+	     vma = vma->vm_next)
+		if (match(vma, data))
+			return vma;
+#endif
+	return NULL;
+}
+
+/*
+ * vm_operations_struct.split became .may_split in 5.11 (Kbuild:
+ * XPMEM_HAVE_MAY_SPLIT); same arguments, same meaning.
+ */
+#ifdef XPMEM_HAVE_MAY_SPLIT
+#define XPMEM_VM_OPS_MAY_SPLIT	may_split
+#else
+#define XPMEM_VM_OPS_MAY_SPLIT	split
+#endif
+
+/*
+ * The fault @vmf at the same address, in @vma (found again after the
+ * mmap_lock was dropped).  vm_fault.real_address, the unmasked address,
+ * exists from 5.18 on (Kbuild: XPMEM_HAVE_VMF_REAL_ADDRESS).
+ */
+static inline struct vm_fault xpmem_vmf_again(const struct vm_fault *vmf,
+					      struct vm_area_struct *vma)
+{
+	struct vm_fault again = {
+		.vma = vma,
+		.gfp_mask = vmf->gfp_mask,
+		.pgoff = linear_page_index(vma, vmf->address),
+		.address = vmf->address,
+#ifdef XPMEM_HAVE_VMF_REAL_ADDRESS
+		.real_address = vmf->real_address,
+#endif
+		.flags = vmf->flags,
+	};
+
+	return again;
+}
+
+/*
+ * memfd_secret() memory (5.14, where <linux/magic.h> has SECRETMEM_MAGIC):
+ * out of the direct map, never lent to anyone.  Without it no file is.
+ */
+static inline bool xpmem_file_is_secretmem(struct file *file)
+{
+#ifdef SECRETMEM_MAGIC
+	return file && file_inode(file)->i_sb->s_magic == SECRETMEM_MAGIC;
+#else
+	return false;
+#endif
+}
+
+/*
+ * The owner's page @head (a head page: compound_head()) was written or
+ * read through an attachment.  Folios (5.16; Kbuild: XPMEM_HAVE_FOLIO)
+ * or the head page's own flags before them.
+ */
+static inline void xpmem_head_mark_dirty(struct page *head)
+{
+#ifdef XPMEM_HAVE_FOLIO
+	struct folio *folio = page_folio(head);
+
+	if (!folio_test_dirty(folio))
+		folio_mark_dirty(folio);
+#else
+	if (!PageDirty(head))
+		set_page_dirty(head);
+#endif
+}
+
+static inline void xpmem_head_mark_accessed(struct page *head)
+{
+#ifdef XPMEM_HAVE_FOLIO
+	folio_mark_accessed(page_folio(head));
+#else
+	mark_page_accessed(head);
+#endif
+}
+
+/*
+ * Fault in the start of @iter's next @len bytes, as the destination of a
+ * copy (@dest) or its source.  Return: how many of the @len bytes were
+ * not faulted in (@len: not even one byte can be).  Before
+ * fault_in_iov_iter_readable() and _writeable() (5.16; Kbuild:
+ * XPMEM_HAVE_FAULT_IN_IOV_ITER), the first page of the iterator is
+ * faulted in with the access its direction needs, and released.
+ */
+static inline size_t xpmem_fault_in_iov_iter(struct iov_iter *iter,
+					     size_t len, bool dest)
+{
+#ifdef XPMEM_HAVE_FAULT_IN_IOV_ITER
+	return dest ? fault_in_iov_iter_writeable(iter, len) :
+		      fault_in_iov_iter_readable(iter, len);
+#else
+	struct page *page;
+	size_t start;
+	ssize_t n;
+
+	n = iov_iter_get_pages(iter, &page, min_t(size_t, len, PAGE_SIZE), 1,
+			       &start);
+	if (n <= 0)
+		return len;
+	put_page(page);
+	return len - n;
+#endif
+}
 
 /*
  * PMD-sized attacher mappings (xpmem_fault.c) need a huge PMD that

@@ -18,6 +18,7 @@
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/module.h>
+#include <linux/mount.h>
 #include <linux/pseudo_fs.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -198,6 +199,12 @@ static const struct file_operations xpmem_att_fops = {
 	.release = xpmem_att_release,
 };
 
+/* xpmem_find_vma_match() test: any attachment. */
+static bool xpmem_vma_any_att(struct vm_area_struct *vma, void *data)
+{
+	return xpmem_vma_is_att(vma);
+}
+
 /*
  * A fixed attach address must not cover an existing attachment (it would
  * silently detach it) or, in the owner's own process, the source ranges
@@ -207,7 +214,6 @@ static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
 				 unsigned long addr, unsigned long size)
 {
 	struct mm_struct *mm = current->mm;
-	struct vm_area_struct *vma;
 	int ret = 0;
 
 	if (addr + size < addr || addr + size > mm->task_size)
@@ -216,16 +222,9 @@ static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
 		return -EINVAL;
 
 	mmap_read_lock(mm);
-	{
-		VMA_ITERATOR(vmi, mm, addr);
-
-		for_each_vma_range(vmi, vma, addr + size) {
-			if (xpmem_vma_is_att(vma)) {
-				ret = -EINVAL;
-				break;
-			}
-		}
-	}
+	if (xpmem_find_vma_match(mm, addr, addr + size, xpmem_vma_any_att,
+				 NULL))
+		ret = -EINVAL;
 	mmap_read_unlock(mm);
 	return ret;
 }
@@ -760,6 +759,23 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
 	return ret;
 }
 
+/* What xpmem_unmap_matching() unmaps: @att's VMAs, or else @permit's. */
+struct xpmem_unmap_what {
+	struct xpmem_att *att;
+	struct xpmem_permit *permit;
+};
+
+static bool xpmem_vma_unmap_match(struct vm_area_struct *vma, void *data)
+{
+	const struct xpmem_unmap_what *what = data;
+	struct xpmem_att *cur;
+
+	if (!xpmem_vma_is_att(vma))
+		return false;
+	cur = vma->vm_private_data;
+	return what->att ? cur == what->att : cur->permit == what->permit;
+}
+
 /*
  * munmap every VMA of the current mm that maps an attachment matching
  * @att (if non-NULL) or belonging to @permit.  The lock is dropped around
@@ -770,6 +786,7 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
 static void xpmem_unmap_matching(struct xpmem_att *att,
 				 struct xpmem_permit *permit)
 {
+	struct xpmem_unmap_what what = { .att = att, .permit = permit };
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
 	unsigned long next = 0, start, len;
@@ -777,22 +794,14 @@ static void xpmem_unmap_matching(struct xpmem_att *att,
 	if (!mm)
 		return;
 	while (!fatal_signal_pending(current)) {
-		VMA_ITERATOR(vmi, mm, next);
-
 		len = 0;
 		if (mmap_read_lock_killable(mm))
 			return;
-		for_each_vma(vmi, vma) {
-			struct xpmem_att *cur;
-
-			if (!xpmem_vma_is_att(vma))
-				continue;
-			cur = vma->vm_private_data;
-			if (att ? cur == att : cur->permit == permit) {
-				start = vma->vm_start;
-				len = vma->vm_end - vma->vm_start;
-				break;
-			}
+		vma = xpmem_find_vma_match(mm, next, ULONG_MAX,
+					   xpmem_vma_unmap_match, &what);
+		if (vma) {
+			start = vma->vm_start;
+			len = vma->vm_end - vma->vm_start;
 		}
 		mmap_read_unlock(mm);
 		if (!len || vm_munmap(start, len))

@@ -124,8 +124,7 @@ unlock:
  */
 static int xpmem_copy_fault_in(struct iov_iter *iter, size_t len, bool to_seg)
 {
-	size_t left = to_seg ? fault_in_iov_iter_readable(iter, len) :
-			       fault_in_iov_iter_writeable(iter, len);
+	size_t left = xpmem_fault_in_iov_iter(iter, len, !to_seg);
 
 	return left == len ? -EFAULT : 0;
 }

@@ -118,7 +118,7 @@ bool xpmem_vma_mirrorable(struct vm_area_struct *vma)
 	if (xpmem_vma_is_att(vma))
 		return false;
 	/* memfd_secret(): out of the direct map, never lent to anyone */
-	if (file && file_inode(file)->i_sb->s_magic == SECRETMEM_MAGIC)
+	if (xpmem_file_is_secretmem(file))
 		return false;
 	return true;
 }
@@ -199,20 +199,20 @@ static int xpmem_mmap_read_lock_second(struct mm_struct *held,
 static void xpmem_fault_touch(unsigned long hmm_pfn, bool write)
 {
 	unsigned long pfn = xpmem_hmm_pfn(hmm_pfn);
-	struct folio *folio;
+	struct page *head;
 
 	if (!pfn_valid(pfn) || is_zero_pfn(pfn))
 		return;
-	folio = page_folio(pfn_to_page(pfn));
+	head = compound_head(pfn_to_page(pfn));
 	/*
 	 * The window is not stale and att->lock held, so the owner still maps
-	 * the folio (truncation and unmapping wait in our invalidate
+	 * the page (truncation and unmapping wait in our invalidate
 	 * callback): its mapping is alive, as the page table lock would
 	 * guarantee for the owner's own write fault.
 	 */
-	if (write && !folio_test_dirty(folio))
-		folio_mark_dirty(folio);
-	folio_mark_accessed(folio);
+	if (write)
+		xpmem_head_mark_dirty(head);
+	xpmem_head_mark_accessed(head);
 }
 
 /*
@@ -223,7 +223,7 @@ static void xpmem_fault_touch(unsigned long hmm_pfn, bool write)
 static void xpmem_fault_dirty_window(const unsigned long *pfns,
 				     unsigned long npages)
 {
-	struct folio *folio, *last = NULL;
+	struct page *head, *last = NULL;
 	unsigned long i, pfn;
 
 	for (i = 0; i < npages; i++) {
@@ -232,10 +232,10 @@ static void xpmem_fault_dirty_window(const unsigned long *pfns,
 		    !(pfns[i] & HMM_PFN_WRITE) || !pfn_valid(pfn) ||
 		    is_zero_pfn(pfn))
 			continue;
-		folio = page_folio(pfn_to_page(pfn));
-		if (folio != last && !folio_test_dirty(folio))
-			folio_mark_dirty(folio);
-		last = folio;
+		head = compound_head(pfn_to_page(pfn));
+		if (head != last)
+			xpmem_head_mark_dirty(head);
+		last = head;
 	}
 }
 
@@ -842,14 +842,7 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 	/* the file pins the attachment; the VMA may be another one now */
 	vma = vma_lookup(mm, address);
 	if (vma && vma->vm_file == file) {
-		struct vm_fault rvmf = {
-			.vma = vma,
-			.gfp_mask = vmf->gfp_mask,
-			.pgoff = linear_page_index(vma, address),
-			.address = address,
-			.real_address = vmf->real_address,
-			.flags = vmf->flags,
-		};
+		struct vm_fault rvmf = xpmem_vmf_again(vmf, vma);
 
 		ret = xpmem_fault_resolve(&rvmf, owner, XPMEM_FAULT_PTE, pfns,
 					  maxpages);
@@ -1098,7 +1091,7 @@ const struct vm_operations_struct xpmem_vm_ops = {
 	.open = xpmem_att_vma_open,
 	.close = xpmem_att_vma_close,
 	.mremap = xpmem_att_vma_mremap,
-	.may_split = xpmem_att_vma_may_split,
+	.XPMEM_VM_OPS_MAY_SPLIT = xpmem_att_vma_may_split,
 	.fault = xpmem_att_fault,
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
 	.huge_fault = xpmem_att_huge_fault,

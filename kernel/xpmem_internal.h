@@ -130,6 +130,7 @@
 #include <linux/xarray.h>
 
 #include "xpmem_uapi.h"
+#include "compat.h"
 
 /* Version reported by XPMEM_CMD_VERSION: major 3, minor 1 (classic layout). */
 #define XPMEM_VERSION_CODE	0x00030001
