@@ -261,6 +261,26 @@ static int xpmem_upgrade_pte(pte_t *ptep, unsigned long addr, void *data)
 	return 0;
 }
 
+/*
+ * apply_to_page_range() under att->lock, on a page table the caller saw
+ * (a PMD that points to a table): nothing is allocated, unless the
+ * attacher's own MADV_DONTNEED freed the emptied table meanwhile
+ * (CONFIG_PT_RECLAIM, 6.13).  Then the new table is allocated without
+ * direct reclaim, which could call the invalidate callback and take
+ * att->lock again.  (apply_to_existing_page_range(), which would skip
+ * it, is not exported from 7.x on.)
+ */
+static int xpmem_apply_locked(struct mm_struct *mm, unsigned long addr,
+			      unsigned long size, pte_fn_t fn, void *data)
+{
+	unsigned int noreclaim = memalloc_noreclaim_save();
+	int ret;
+
+	ret = apply_to_page_range(mm, addr, size, fn, data);
+	memalloc_noreclaim_restore(noreclaim);
+	return ret;
+}
+
 static vm_fault_t xpmem_fault_set_writable(struct vm_fault *vmf)
 {
 	struct xpmem_att *att = vmf->vma->vm_private_data;
@@ -270,9 +290,9 @@ static vm_fault_t xpmem_fault_set_writable(struct vm_fault *vmf)
 	/* huge PMDs go in under att->lock: none can appear meanwhile */
 	if (!pmd || !pmd_present(READ_ONCE(*pmd)) || pmd_leaf(READ_ONCE(*pmd)))
 		return VM_FAULT_NOPAGE;
-	/* the page table lock; never allocates a table */
-	apply_to_existing_page_range(vmf->vma->vm_mm, vmf->address, PAGE_SIZE,
-				     xpmem_upgrade_pte, vmf);
+	/* the page table lock */
+	xpmem_apply_locked(vmf->vma->vm_mm, vmf->address, PAGE_SIZE,
+			   xpmem_upgrade_pte, vmf);
 	return VM_FAULT_NOPAGE;
 }
 
@@ -347,8 +367,9 @@ static int xpmem_fill_pte(pte_t *ptep, unsigned long addr, void *data)
  * owner's pages on reads would make reclaim write back what nobody wrote.
  * Called with att->lock held and the window not stale, so every page in
  * @pfns is still mapped by the owner; the page table page exists
- * (xpmem_fault_prepare_pt(), and only munmap frees it), so nothing is
- * allocated under att->lock.
+ * (xpmem_fault_prepare_pt(); only munmap, or the attacher's own
+ * MADV_DONTNEED with PT_RECLAIM, frees it: xpmem_apply_locked()), so
+ * nothing is allocated under att->lock with direct reclaim.
  */
 static vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
 				     const unsigned long *pfns,
@@ -361,15 +382,18 @@ static vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
 	};
 	pmd_t *pmd = xpmem_fault_pmd(vmf);
 
-	/* A huge PMD went in since xpmem_fault_prepare_pt(): use it. */
-	if (!pmd || pmd_leaf(READ_ONCE(*pmd)))
+	/*
+	 * A huge PMD went in since xpmem_fault_prepare_pt(): use it; or the
+	 * table went (PT_RECLAIM): the repeated access prepares it again.
+	 */
+	if (!pmd || pmd_leaf(READ_ONCE(*pmd)) || pmd_none(READ_ONCE(*pmd)))
 		return VM_FAULT_NOPAGE;
 	if (!(pfns[fidx] & HMM_PFN_VALID) || (pfns[fidx] & HMM_PFN_ERROR))
 		return VM_FAULT_SIGBUS;
 	if (fill.write)
 		xpmem_fault_dirty_window(pfns, npages);
-	if (apply_to_page_range(vmf->vma->vm_mm, start, npages << PAGE_SHIFT,
-				xpmem_fill_pte, &fill))
+	if (xpmem_apply_locked(vmf->vma->vm_mm, start, npages << PAGE_SHIFT,
+			       xpmem_fill_pte, &fill))
 		return VM_FAULT_SIGBUS;
 	xpmem_fault_touch(pfns[fidx], fill.write);
 	atomic_long_add(fill.mapped, &xpmem_stats.pages_mapped);
