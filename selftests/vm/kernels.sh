@@ -1,6 +1,7 @@
 # shellcheck shell=bash disable=SC2034
 # Kernel name -> boot image and module build dir.  Sourced by run.sh.
-# Names: debian-6.1, debian-6.12, debug-6.12.
+# Names: debian-6.1, debian-6.12 (Debian's stock kernels), debug-6.12,
+# bullseye-5.10, sid-7.2 (built from source by build-kernel.sh).
 
 # resolve_kernel NAME TOPDIR BUILDDIR: sets KIMAGE and KDIR, or fails.
 resolve_kernel() {
@@ -8,13 +9,13 @@ resolve_kernel() {
 	case "$name" in
 	debian-6.1)  img=$(ls /boot/vmlinuz-6.1.0-*-amd64 2>/dev/null | sort -V | tail -n 1) ;;
 	debian-6.12) img=$(ls /boot/vmlinuz-6.12.*+deb12-amd64 2>/dev/null | sort -V | tail -n 1) ;;
-	debug-6.12)
-		"$top/selftests/vm/build-debug-kernel.sh" "$b/debug-6.12" >&2 || return 1
-		KIMAGE=$b/debug-6.12/linux-source-6.12/arch/x86/boot/bzImage
-		KDIR=$b/debug-6.12/linux-source-6.12
+	debug-6.12 | bullseye-5.10 | sid-7.2)
+		"$top/selftests/vm/build-kernel.sh" "$name" "$b/$name" >&2 || return 1
+		KDIR=$b/$name/linux-source-${name##*-}
+		KIMAGE=$KDIR/arch/x86/boot/bzImage
 		return 0 ;;
 	*)
-		echo "unknown kernel '$name' (known: debian-6.1 debian-6.12 debug-6.12)" >&2
+		echo "unknown kernel '$name' (known: debian-6.1 debian-6.12 debug-6.12 bullseye-5.10 sid-7.2)" >&2
 		return 1 ;;
 	esac
 	if [ -z "$img" ]; then
