@@ -2,7 +2,8 @@
 # Boot one test kernel in QEMU (TCG) and run the selftests in it.
 #
 # Usage: selftests/vm/run.sh [--demo|--bench] KERNEL [SUITE-FILTER...]
-#   KERNEL        debian-6.1 | debian-6.12 | debug-6.12
+#   KERNEL        debian-6.1 | debian-6.12 | debug-6.12 | bullseye-5.10 |
+#                 sid-7.2 (the last three built with debug options)
 #   SUITE-FILTER  words; only suites whose name contains one of them run
 #                 (e.g. `selftests/vm/run.sh debian-6.1 xpmem_basic`)
 #   --demo        run /tools/xpmem-demo with and without the module instead
@@ -85,12 +86,13 @@ long) stress_timeout=28800 ;;
 *) die "XPMEM_STRESS/XPMEM_STRESS_STOCK: off, quick, ci or long, not '$stress'" ;;
 esac
 stress_timeout=${STRESS_TIMEOUT:-$stress_timeout}
-case "$kname" in debug-*) def_timeout=1800 ;; *) def_timeout=900 ;; esac
+# The kernels built from source all have KASAN and lockdep (debug.config).
+case "$kname" in debug-* | bullseye-* | sid-*) def_timeout=1800 ;; *) def_timeout=900 ;; esac
 # Pass 2 (lib_* suites on the shm fallback, module unloaded) exercises no
 # module code, and the stock kernels run it; the debug kernel skips it
 # unless FALLBACK_PASS=1 (it costs minutes there: every file and socket is
 # slow under KASAN and TCG).
-case "$kname" in debug-*) fallback_pass=${FALLBACK_PASS:-0} ;; *) fallback_pass=${FALLBACK_PASS:-1} ;; esac
+case "$kname" in debug-* | bullseye-* | sid-*) fallback_pass=${FALLBACK_PASS:-0} ;; *) fallback_pass=${FALLBACK_PASS:-1} ;; esac
 # The default bench (3 kinds, 4K..256M, 5 repeats) takes 2-4 minutes under
 # TCG on 2 cpus (more with other VMs on the same cores); twice the usual
 # limit leaves room for larger BENCH_ARGS.
