@@ -18,6 +18,7 @@
 #include <linux/sched/mm.h>
 #include <linux/swap.h>
 #include <linux/uio.h>
+#include <linux/workqueue.h>
 
 #include "xpmem_uapi.h"
 
@@ -36,6 +37,14 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 {
 	vma->vm_flags &= ~flags;
 }
+#endif
+
+/*
+ * Workqueues say whether they are per-CPU or unbound from 7.x on (Kbuild:
+ * XPMEM_HAVE_WQ_PERCPU); per-CPU is what they were before without it.
+ */
+#ifndef XPMEM_HAVE_WQ_PERCPU
+#define WQ_PERCPU	0
 #endif
 
 /* Annotations and debug checks that older kernels lack. */

@@ -745,10 +745,11 @@ void xpmem_mirror_defer(struct work_struct *work)
 
 int xpmem_mirror_init(void)
 {
-	xpmem_zap_wq = alloc_workqueue("xpmem_zap", WQ_MEM_RECLAIM, 0);
+	xpmem_zap_wq = alloc_workqueue("xpmem_zap", WQ_MEM_RECLAIM | WQ_PERCPU,
+				       0);
 	if (!xpmem_zap_wq)
 		return -ENOMEM;
-	xpmem_free_wq = alloc_workqueue("xpmem_free", 0, 0);
+	xpmem_free_wq = alloc_workqueue("xpmem_free", WQ_PERCPU, 0);
 	if (!xpmem_free_wq) {
 		destroy_workqueue(xpmem_zap_wq);
 		return -ENOMEM;
