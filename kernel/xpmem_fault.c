@@ -392,9 +392,13 @@ static vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
 		return VM_FAULT_SIGBUS;
 	if (fill.write)
 		xpmem_fault_dirty_window(pfns, npages);
+	/*
+	 * It fails only if the table went while it was being walked (the
+	 * attacher's own MADV_DONTNEED, PT_RECLAIM): the access is repeated.
+	 */
 	if (xpmem_apply_locked(vmf->vma->vm_mm, start, npages << PAGE_SHIFT,
 			       xpmem_fill_pte, &fill))
-		return VM_FAULT_SIGBUS;
+		return VM_FAULT_NOPAGE;
 	xpmem_fault_touch(pfns[fidx], fill.write);
 	atomic_long_add(fill.mapped, &xpmem_stats.pages_mapped);
 	return VM_FAULT_NOPAGE;
