@@ -182,11 +182,13 @@ static inline void xpmem_head_mark_accessed(struct page *head)
 
 /*
  * Fault in the start of @iter's next @len bytes, as the destination of a
- * copy (@dest) or its source.  Return: how many of the @len bytes were
- * not faulted in (@len: not even one byte can be).  Before
+ * copy (@dest) or its source, as the caller's own accesses would (through
+ * an attachment's fault handler too).  Return: how many of the @len bytes
+ * were not faulted in (@len: not even one byte can be).  Before
  * fault_in_iov_iter_readable() and _writeable() (5.16; Kbuild:
- * XPMEM_HAVE_FAULT_IN_IOV_ITER), the first page of the iterator is
- * faulted in with the access its direction needs, and released.
+ * XPMEM_HAVE_FAULT_IN_IOV_ITER), the bytes up to the end of the first
+ * page of the first segment are faulted in (an iovec iterator: the only
+ * kind the module builds there).
  */
 static inline size_t xpmem_fault_in_iov_iter(struct iov_iter *iter,
 					     size_t len, bool dest)
@@ -195,16 +197,31 @@ static inline size_t xpmem_fault_in_iov_iter(struct iov_iter *iter,
 	return dest ? fault_in_iov_iter_writeable(iter, len) :
 		      fault_in_iov_iter_readable(iter, len);
 #else
-	struct page *page;
-	size_t start;
-	ssize_t n;
+	const struct iovec *iov = iter->iov;
+	unsigned long nr = iter->nr_segs, addr;
+	size_t skip = iter->iov_offset, n;
+	int err;
 
-	n = iov_iter_get_pages(iter, &page, min_t(size_t, len, PAGE_SIZE), 1,
-			       &start);
-	if (n <= 0)
+	if (!iter_is_iovec(iter))
 		return len;
-	put_page(page);
-	return len - n;
+	while (nr && skip >= iov->iov_len) {	/* consumed or empty */
+		skip = 0;
+		iov++;
+		nr--;
+	}
+	if (!nr)
+		return len;
+	addr = (unsigned long)iov->iov_base + skip;
+	n = min3(len, iov->iov_len - skip, PAGE_SIZE - offset_in_page(addr));
+	if (dest) {
+		mmap_read_lock(current->mm);
+		err = fixup_user_fault(current->mm, addr, FAULT_FLAG_WRITE,
+				       NULL);
+		mmap_read_unlock(current->mm);
+	} else {
+		err = fault_in_pages_readable((const char __user *)addr, n);
+	}
+	return err ? len : len - n;
 #endif
 }
 
