@@ -63,10 +63,8 @@
 #include <liburing.h>
 
 #include "kselftest_harness.h"
-#include "xpmem_sysfs.h"
-#include "xpmem_uapi.h"
+#include "xpmem_test.h"
 
-#define PG		4096UL
 /* Bound on the wait for deferred teardown to bring the counters back. */
 #define SETTLE_SECONDS	30
 
@@ -218,87 +216,7 @@ static void rng_init(struct rng *r, uint64_t seed, uint64_t stream)
 	r->s = mix64(seed ^ mix64(stream + 1));
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /* ---- the device --------------------------------------------------------- */
-
-static int xp_open(void)
-{
-	return open(XPMEM_DEV_PATH, O_RDWR | O_CLOEXEC);
-}
-
-/* ioctl: the (non-negative) result or -errno */
-static long xp_ioctl(int fd, unsigned long cmd, void *arg)
-{
-	long r = ioctl(fd, cmd, arg);
-
-	return r < 0 ? -errno : r;
-}
-
-static long xp_make(int fd, uint64_t vaddr, size_t size, uint64_t mode,
-		    int64_t *segid)
-{
-	struct xpmem_cmd_make c = {
-		.vaddr = vaddr, .size = size,
-		.permit_type = XPMEM_PERMIT_MODE, .permit_value = mode,
-	};
-	long r = xp_ioctl(fd, XPMEM_CMD_MAKE, &c);
-
-	*segid = r ? -1 : c.segid;
-	return r;
-}
-
-static long xp_get(int fd, int64_t segid, int flags, int64_t *apid)
-{
-	struct xpmem_cmd_get c = {
-		.segid = segid, .flags = flags,
-		.permit_type = XPMEM_PERMIT_MODE,
-	};
-	long r = xp_ioctl(fd, XPMEM_CMD_GET, &c);
-
-	*apid = r ? -1 : c.apid;
-	return r;
-}
-
-static long xp_attach(int fd, int64_t apid, uint64_t off, size_t size,
-		      uint64_t want, uint64_t *out)
-{
-	struct xpmem_cmd_attach c = {
-		.apid = apid, .offset = (off_t)off, .size = size,
-		.vaddr = want, .fd = fd,
-	};
-	long r = xp_ioctl(fd, XPMEM_CMD_ATTACH, &c);
-
-	*out = r ? 0 : c.vaddr;
-	return r;
-}
-
-static long xp_detach(int fd, uint64_t addr)
-{
-	struct xpmem_cmd_detach c = { .vaddr = addr };
-
-	return xp_ioctl(fd, XPMEM_CMD_DETACH, &c);
-}
-
-static long xp_release(int fd, int64_t apid)
-{
-	struct xpmem_cmd_release c = { .apid = apid };
-
-	return xp_ioctl(fd, XPMEM_CMD_RELEASE, &c);
-}
-
-static long xp_remove(int fd, int64_t segid)
-{
-	struct xpmem_cmd_remove c = { .segid = segid };
-
-	return xp_ioctl(fd, XPMEM_CMD_REMOVE, &c);
-}
 
 /*
  * errnos a failing call may return: argument, permission, lookup, memory
@@ -371,131 +289,7 @@ static int counters_settle(const long base[3], long now[3], double *waited)
 	ASSERT_EQ(0, __r);						\
 } while (0)
 
-/* ---- SIGBUS/SIGSEGV probes ---------------------------------------------- */
-
-static __thread sigjmp_buf probe_env;
-static __thread volatile sig_atomic_t probing;
-/* Where an unexpected fault is recorded before the process dies of it. */
-static volatile uint64_t *crash_addr_slot;
-
-static void fault_handler(int sig, siginfo_t *si, void *uc)
-{
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-
-	(void)uc;
-	if (probing) {
-		probing = 0;
-		siglongjmp(probe_env, sig);
-	}
-	/* Not an access we expected to fault: die of it (reported). */
-	if (crash_addr_slot)
-		*crash_addr_slot = (uint64_t)(uintptr_t)si->si_addr;
-	sigaction(sig, &dfl, NULL);
-}
-
-static void probe_install(void)
-{
-	struct sigaction sa = {
-		.sa_sigaction = fault_handler,
-		.sa_flags = SA_SIGINFO | SA_NODEFER,
-	};
-
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGSEGV, &sa, NULL);
-}
-
-/* Read or write one byte; 0, or the signal (SIGBUS/SIGSEGV) it raised. */
-static int touch(volatile uint8_t *p, int write, uint8_t v)
-{
-	int sig;
-
-	sig = sigsetjmp(probe_env, 0);
-	if (!sig) {
-		probing = 1;
-		if (write)
-			*p = v;
-		else
-			(void)*p;
-		probing = 0;
-	}
-	return sig;
-}
-
-/* Read a 64-bit word; 0 or the signal. */
-static int touch_read64(volatile uint64_t *p, uint64_t *out)
-{
-	int sig;
-
-	sig = sigsetjmp(probe_env, 0);
-	if (!sig) {
-		probing = 1;
-		*out = *p;
-		probing = 0;
-	}
-	return sig;
-}
-
-static int touch_write64(volatile uint64_t *p, uint64_t v)
-{
-	int sig;
-
-	sig = sigsetjmp(probe_env, 0);
-	if (!sig) {
-		probing = 1;
-		*p = v;
-		probing = 0;
-	}
-	return sig;
-}
-
 /* ---- processes ---------------------------------------------------------- */
-
-/* fork(); the child dies with its parent and flushes nothing inherited. */
-static pid_t fork_child(void)
-{
-	pid_t ppid = getpid(), pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != ppid)
-			_exit(99);
-	}
-	return pid;
-}
-
-static void describe_status(int st, char *buf, size_t len)
-{
-	if (WIFEXITED(st))
-		snprintf(buf, len, "exit %d", WEXITSTATUS(st));
-	else if (WIFSIGNALED(st))
-		snprintf(buf, len, "signal %d (%s)", WTERMSIG(st),
-			 strsignal(WTERMSIG(st)));
-	else
-		snprintf(buf, len, "status 0x%x", st);
-}
-
-/*
- * waitpid with a bound: a process stuck in the kernel (D state) must not
- * hang the test.  pidfd + poll; returns 0 and the status, or -1 on timeout.
- */
-static int wait_bounded(pid_t pid, int *status, int seconds)
-{
-	int pfd = syscall(SYS_pidfd_open, pid, 0), r;
-	struct pollfd p;
-
-	if (pfd >= 0) {
-		p.fd = pfd;
-		p.events = POLLIN;
-		r = poll(&p, 1, seconds * 1000);
-		close(pfd);
-		if (r == 0)
-			return -1;
-	}
-	return waitpid(pid, status, 0) == pid ? 0 : -1;
-}
 
 /* SIGKILL and reap every pid in @pids (> 0); how many could not be reaped. */
 static int kill_and_reap(pid_t *pids, int n)
@@ -521,14 +315,6 @@ static int kill_and_reap(pid_t *pids, int n)
 		pids[i] = 0;
 	}
 	return stuck;
-}
-
-static void *map_shared(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
 }
 
 /* A PROT_NONE reservation of @len bytes aligned to @align. */
@@ -601,7 +387,7 @@ FIXTURE_TEARDOWN(stress)
  */
 
 #define FZ_PAGES	4096UL			/* 16 MiB arena */
-#define FZ_ARENA	(FZ_PAGES * PG)
+#define FZ_ARENA	(FZ_PAGES * PAGE)
 #define FZ_SLOTS	64
 #define FZ_MAXPROCS	16
 #define FZ_PERMS	24
@@ -767,7 +553,7 @@ static void fz_check(struct fz *f, long r, int must_fail, const char *what)
 
 static uint8_t *pg_addr(struct fz *f, unsigned long p)
 {
-	return f->arena + p * PG;
+	return f->arena + p * PAGE;
 }
 
 static int in_arena(struct fz *f, uint64_t a, uint64_t len)
@@ -823,8 +609,8 @@ static void fz_reset(struct fz *f, unsigned long p, unsigned long n)
 
 	if (!n)
 		return;
-	if (munmap(a, n * PG) ||
-	    mmap(a, n * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+	if (munmap(a, n * PAGE) ||
+	    mmap(a, n * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
 		 MAP_NORESERVE | MAP_FIXED, -1, 0) != a)
 		fz_fail(f, "cannot reset arena pages %lu+%lu: %s", p, n,
 			strerror(errno));
@@ -848,7 +634,7 @@ static void fz_att_gone(struct fz *f, int ai, int do_unmap)
 		fz_reset(f, p, q - p);
 	}
 	if (a->olen && do_unmap)
-		munmap((void *)(uintptr_t)a->oaddr, a->olen * PG);
+		munmap((void *)(uintptr_t)a->oaddr, a->olen * PAGE);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -915,17 +701,17 @@ static void *fz_arg(struct fz *f, int mode, const void *cmd, size_t len)
 	case ARG_NULL:
 		return (void *)(uintptr_t)(rnd(&f->r, 2) * 16);
 	case ARG_KERNEL:
-		return (void *)(uintptr_t)(KADDR + rnd(&f->r, 1024) * PG);
+		return (void *)(uintptr_t)(KADDR + rnd(&f->r, 1024) * PAGE);
 	case ARG_NONE:
-		return f->scr + PG;
+		return f->scr + PAGE;
 	case ARG_STRADDLE:
-		memcpy(f->scr + PG - len / 2, cmd, len / 2);
-		return f->scr + PG - len / 2;
+		memcpy(f->scr + PAGE - len / 2, cmd, len / 2);
+		return f->scr + PAGE - len / 2;
 	case ARG_RO:
-		mprotect(f->scr + 2 * PG, PG, PROT_READ | PROT_WRITE);
-		memcpy(f->scr + 2 * PG, cmd, len);
-		mprotect(f->scr + 2 * PG, PG, PROT_READ);
-		return f->scr + 2 * PG;
+		mprotect(f->scr + 2 * PAGE, PAGE, PROT_READ | PROT_WRITE);
+		memcpy(f->scr + 2 * PAGE, cmd, len);
+		mprotect(f->scr + 2 * PAGE, PAGE, PROT_READ);
+		return f->scr + 2 * PAGE;
 	}
 	return (void *)cmd;
 }
@@ -1091,8 +877,8 @@ static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
 	 * which must fail as well.
 	 */
 	if (chance(&f->r, 50) &&
-	    (bad || (c->size != XPMEM_MAXADDR_SIZE && c->size >= 2 * PG))) {
-		uint64_t left = bad ? 1 : c->size / PG, at = c->vaddr;
+	    (bad || (c->size != XPMEM_MAXADDR_SIZE && c->size >= 2 * PAGE))) {
+		uint64_t left = bad ? 1 : c->size / PAGE, at = c->vaddr;
 		unsigned int k = bad ? 1 : 2 + rnd(&f->r, 3), i;
 
 		for (i = 0; i < k && left; i++) {
@@ -1100,8 +886,8 @@ static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
 				     1 + rnd(&f->r, left - (left > 1));
 
 			iov[i].base = at;
-			iov[i].len = bad ? c->size : n * PG;
-			at += n * PG;
+			iov[i].len = bad ? c->size : n * PAGE;
+			at += n * PAGE;
 			left -= n;
 		}
 		if (!bad && in_arena(f, c->vaddr, c->size) &&
@@ -1134,7 +920,7 @@ static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
 		x.flags |= 0x10U << rnd(&f->r, 28);
 	if (chance(&f->r, 3))
 		x.key_len = XPMEM_EXT_KEY_MAX + 1;	/* and so must fail */
-	r = xp_ioctl(f->fd, XPMEM_CMD_EXT_MAKE, fz_arg(f, am, &x, sizeof(x)));
+	r = xp_ioctl_ret(f->fd, XPMEM_CMD_EXT_MAKE, fz_arg(f, am, &x, sizeof(x)));
 	c->segid = x.segid;
 	f->ext_makes++;
 	return r;
@@ -1158,7 +944,7 @@ static void op_make(struct fz *f, int bad)
 	c.permit_value = modes[rnd(&f->r, 8)];
 	fz_range(f, &p, &n);
 	c.vaddr = (uintptr_t)pg_addr(f, p);
-	c.size = n * PG;
+	c.size = n * PAGE;
 	switch (rnd(&f->r, 10)) {
 	case 0:
 		c.vaddr = 0;
@@ -1168,25 +954,25 @@ static void op_make(struct fz *f, int bad)
 		c.size = XPMEM_MAXADDR_SIZE;
 		break;
 	case 2:		/* our stack, holes included */
-		c.vaddr = (((uintptr_t)&frame) & ~(PG - 1)) - 16 * PG;
-		c.size = 32 * PG;
+		c.vaddr = (((uintptr_t)&frame) & ~(PAGE - 1)) - 16 * PAGE;
+		c.size = 32 * PAGE;
 		break;
 	case 3:		/* our text */
-		c.vaddr = ((uintptr_t)&op_make) & ~(PG - 1);
-		c.size = 16 * PG;
+		c.vaddr = ((uintptr_t)&op_make) & ~(PAGE - 1);
+		c.size = 16 * PAGE;
 		break;
 	}
 	if (bad) {
 		switch (rnd(&f->r, 9)) {
 		case 0:
-			c.vaddr |= 1 + rnd(&f->r, PG - 1);
+			c.vaddr |= 1 + rnd(&f->r, PAGE - 1);
 			break;
 		case 1:
 			c.size = 0;
 			break;
 		case 2:
-			c.size = (c.size == XPMEM_MAXADDR_SIZE ? PG : c.size) +
-				 1 + rnd(&f->r, PG - 2);
+			c.size = (c.size == XPMEM_MAXADDR_SIZE ? PAGE : c.size) +
+				 1 + rnd(&f->r, PAGE - 2);
 			break;
 		case 3:
 			do {
@@ -1197,19 +983,19 @@ static void op_make(struct fz *f, int bad)
 			c.permit_value |= 01000ULL << rnd(&f->r, 50);
 			break;
 		case 5:
-			c.vaddr = KADDR + rnd(&f->r, 4096) * PG;
-			c.size = PG;
+			c.vaddr = KADDR + rnd(&f->r, 4096) * PAGE;
+			c.size = PAGE;
 			break;
 		case 6:		/* vaddr + size wraps */
 			c.vaddr = (uintptr_t)pg_addr(f, p);
-			c.size = -c.vaddr + PG * (1 + rnd(&f->r, 16));
+			c.size = -c.vaddr + PAGE * (1 + rnd(&f->r, 16));
 			break;
 		case 7:
 			c.size = 1ULL << 60;
 			break;
 		default:
-			c.vaddr = -PG;
-			c.size = PG;
+			c.vaddr = -PAGE;
+			c.size = PAGE;
 			break;
 		}
 	}
@@ -1221,7 +1007,7 @@ static void op_make(struct fz *f, int bad)
 		if (c.segid && r)
 			fz_fail(f, "EXT_MAKE failed but wrote a segid");
 	} else {
-		r = xp_ioctl(f->fd, XPMEM_CMD_MAKE,
+		r = xp_ioctl_ret(f->fd, XPMEM_CMD_MAKE,
 			     fz_arg(f, am, &c, sizeof(c)));
 	}
 	fz_check(f, r, must_fail, bad ? "MAKE (invalid)" : "MAKE");
@@ -1256,7 +1042,7 @@ static void fz_end_id(struct fz *f, unsigned long cmd, const char *what,
 		       "REMOVE and RELEASE take one 64-bit id");
 	if (am != ARG_OK && am != ARG_RO)
 		must_fail = 1;
-	r = xp_ioctl(f->fd, cmd, fz_arg(f, am, &c, sizeof(c)));
+	r = xp_ioctl_ret(f->fd, cmd, fz_arg(f, am, &c, sizeof(c)));
 	fz_check(f, r, must_fail, what);
 	i = own(f, id);
 	if (!r && i < 0)
@@ -1401,13 +1187,13 @@ static void op_get(struct fz *f)
 			x.flags |= XPMEM_EXT_GET_AUTH;
 			fz_auth(f, x.auth, &x.auth_len);
 		}
-		r = xp_ioctl(f->fd, XPMEM_CMD_EXT_GET,
+		r = xp_ioctl_ret(f->fd, XPMEM_CMD_EXT_GET,
 			     fz_arg(f, am, &x, sizeof(x)));
 		c.apid = x.apid;
 		c.segid = x.segid;
 		f->ext_gets++;
 	} else {
-		r = xp_ioctl(f->fd, XPMEM_CMD_GET,
+		r = xp_ioctl_ret(f->fd, XPMEM_CMD_GET,
 			     fz_arg(f, am, &c, sizeof(c)));
 	}
 	fz_check(f, r, must_fail, "GET");
@@ -1478,8 +1264,8 @@ static unsigned long fz_fixed_page(struct fz *f)
 		break;
 	case 5:
 		a = f->sh->addrs[rnd(&f->r, FZ_SLOTS)];	/* someone's attachment */
-		if (in_arena(f, a & ~(PG - 1), PG))
-			p = (a - (uintptr_t)f->arena) / PG;
+		if (in_arena(f, a & ~(PAGE - 1), PAGE))
+			p = (a - (uintptr_t)f->arena) / PAGE;
 		break;
 	}
 	return p >= 0 ? (unsigned long)p : rnd(&f->r, FZ_PAGES);
@@ -1500,8 +1286,9 @@ static void op_attach(struct fz *f)
 	ai = fz_att_alloc(f);
 	if (ai < 0) {		/* table full: drop one */
 		ai = rnd(&f->r, FZ_ATTS);
-		r = xp_detach(f->fd, f->atts[ai].olen ? f->atts[ai].oaddr :
-			(uintptr_t)pg_addr(f, fz_find(f, PK_ATT, ai)));
+		r = xp_detach(f->fd, f->atts[ai].olen ?
+			      (void *)(uintptr_t)f->atts[ai].oaddr :
+			      pg_addr(f, fz_find(f, PK_ATT, ai)));
 		fz_att_gone(f, ai, 1);
 	}
 	if (v < 75 && (pi = FZ_PICK(f, f->perm)) >= 0) {
@@ -1526,8 +1313,8 @@ static void op_attach(struct fz *f)
 
 	if (!pm || !pm->slen) {
 		/* not ours, or a segment we know nothing about: never fixed */
-		c.offset = rnd(&f->r, 4) * PG;
-		c.size = PG * (1 + rnd(&f->r, 4));
+		c.offset = rnd(&f->r, 4) * PAGE;
+		c.size = PAGE * (1 + rnd(&f->r, 4));
 		goto call;
 	}
 	/* the owner-side range */
@@ -1538,21 +1325,21 @@ static void op_attach(struct fz *f)
 		hi = pm->svaddr + pm->slen;
 	v = rnd(&f->r, 100);
 	if (v < 70 && lo < hi) {
-		tgt = lo + rnd(&f->r, (hi - lo) / PG) * PG;
+		tgt = lo + rnd(&f->r, (hi - lo) / PAGE) * PAGE;
 	} else if (v < 85 && pm->spid) {
 		int i;
 
 		for (i = 0; i < FZ_MAXPROCS; i++)
 			if (f->sh->procs[i].pid == pm->spid)
 				tgt = f->sh->procs[i].addr[rnd(&f->r, 5)] &
-				      ~(PG - 1);
+				      ~(PAGE - 1);
 		if (tgt < pm->svaddr || tgt >= pm->svaddr + pm->slen)
 			tgt = pm->svaddr;
 	} else {
-		tgt = pm->svaddr + rnd(&f->r, pm->slen / PG) * PG;
+		tgt = pm->svaddr + rnd(&f->r, pm->slen / PAGE) * PAGE;
 	}
-	if (tgt + n * PG > pm->svaddr + pm->slen)
-		n = (pm->svaddr + pm->slen - tgt) / PG;
+	if (tgt + n * PAGE > pm->svaddr + pm->slen)
+		n = (pm->svaddr + pm->slen - tgt) / PAGE;
 	if (!n)
 		n = 1;
 	fixed = chance(&f->r, 55);
@@ -1566,24 +1353,24 @@ static void op_attach(struct fz *f)
 		}
 		if (fp + n > FZ_PAGES)
 			n = FZ_PAGES - fp;
-		if (tgt + n * PG > pm->svaddr + pm->slen)
-			n = (pm->svaddr + pm->slen - tgt) / PG;
+		if (tgt + n * PAGE > pm->svaddr + pm->slen)
+			n = (pm->svaddr + pm->slen - tgt) / PAGE;
 		want = (uintptr_t)pg_addr(f, fp);
 	}
-	safe = in_arena(f, tgt, n * PG);
+	safe = in_arena(f, tgt, n * PAGE);
 	if (fixed && pm->rdwr && !safe)
 		fixed = 0, want = 0, selfmap = 0;	/* see the comment above */
 	c.offset = (off_t)(tgt - pm->svaddr);
-	c.size = n * PG - (chance(&f->r, 10) ? rnd(&f->r, PG - 1) : 0);
+	c.size = n * PAGE - (chance(&f->r, 10) ? rnd(&f->r, PAGE - 1) : 0);
 	c.vaddr = want;
 	if (chance(&f->r, 15)) {
 		must_fail = 1;
 		switch (rnd(&f->r, 8)) {
 		case 0:
-			c.offset |= 1 + rnd(&f->r, PG - 1);
+			c.offset |= 1 + rnd(&f->r, PAGE - 1);
 			break;
 		case 1:
-			c.offset = -(off_t)(PG * (1 + rnd(&f->r, 4)));
+			c.offset = -(off_t)(PAGE * (1 + rnd(&f->r, 4)));
 			break;
 		case 2:
 			c.offset = (off_t)(1ULL << 62);
@@ -1592,7 +1379,7 @@ static void op_attach(struct fz *f)
 			c.size = 0;
 			break;
 		case 4:		/* offset + size wraps */
-			c.size = -(uint64_t)PG * (1 + rnd(&f->r, 4));
+			c.size = -(uint64_t)PAGE * (1 + rnd(&f->r, 4));
 			c.vaddr = 0;
 			break;
 		case 5:
@@ -1600,11 +1387,11 @@ static void op_attach(struct fz *f)
 			break;
 		case 6:
 			c.vaddr = (fixed ? want : (uintptr_t)pg_addr(f, 0)) |
-				  (1 + rnd(&f->r, PG - 1));
+				  (1 + rnd(&f->r, PAGE - 1));
 			break;
 		default:
-			c.vaddr = chance(&f->r, 50) ? KADDR + rnd(&f->r, 64) * PG :
-				  -PG * (1 + rnd(&f->r, 4));
+			c.vaddr = chance(&f->r, 50) ? KADDR + rnd(&f->r, 64) * PAGE :
+				  -PAGE * (1 + rnd(&f->r, 4));
 			break;
 		}
 	}
@@ -1637,12 +1424,12 @@ call:
 		rdonly = o & 1;
 		if (am != ARG_OK)
 			must_fail = 1;
-		r = xp_ioctl(f->fd, XPMEM_CMD_EXT_ATTACH,
+		r = xp_ioctl_ret(f->fd, XPMEM_CMD_EXT_ATTACH,
 			     fz_arg(f, am, &x, sizeof(x)));
 		c.vaddr = x.vaddr;
 		f->ext_attaches++;
 	} else {
-		r = xp_ioctl(f->fd, XPMEM_CMD_ATTACH,
+		r = xp_ioctl_ret(f->fd, XPMEM_CMD_ATTACH,
 			     fz_arg(f, am, &c, sizeof(c)));
 	}
 	fz_check(f, r, must_fail, selfmap ? "ATTACH (onto its own source)" :
@@ -1653,23 +1440,23 @@ call:
 			fz_reset(f, fp, n);
 		return;
 	}
-	if (c.vaddr & (PG - 1) || (fixed && c.vaddr != want))
+	if (c.vaddr & (PAGE - 1) || (fixed && c.vaddr != want))
 		fz_fail(f, "ATTACH returned address 0x%llx (wanted 0x%llx)",
 			(unsigned long long)c.vaddr, (unsigned long long)want);
-	if (mincore((void *)(uintptr_t)c.vaddr, PG, &vec))
+	if (mincore((void *)(uintptr_t)c.vaddr, PAGE, &vec))
 		fz_fail(f, "ATTACH returned 0x%llx, nothing mapped there: %s",
 			(unsigned long long)c.vaddr, strerror(errno));
-	n = (c.size + PG - 1) / PG;
+	n = (c.size + PAGE - 1) / PAGE;
 	f->atts[ai] = (struct fz_att){
 		.used = 1, .perm = pi, .writable = pm->rdwr && !rdonly,
 		.safe = safe,
 	};
-	if (in_arena(f, c.vaddr, n * PG)) {
-		fz_set(f, (c.vaddr - (uintptr_t)f->arena) / PG, n, PK_ATT,
+	if (in_arena(f, c.vaddr, n * PAGE)) {
+		fz_set(f, (c.vaddr - (uintptr_t)f->arena) / PAGE, n, PK_ATT,
 		       PROT_READ | (pm->rdwr && !rdonly ? PROT_WRITE : 0), ai);
 		if (pm->rdwr && !safe)
 			fz_fail(f, "internal: unsafe writable attachment in the arena");
-	} else if (c.vaddr + n * PG > (uintptr_t)f->arena &&
+	} else if (c.vaddr + n * PAGE > (uintptr_t)f->arena &&
 		   c.vaddr < (uintptr_t)f->arena + FZ_ARENA) {
 		fz_fail(f, "ATTACH at 0x%llx straddles the arena",
 			(unsigned long long)c.vaddr);
@@ -1677,7 +1464,7 @@ call:
 		f->atts[ai].oaddr = c.vaddr;
 		f->atts[ai].olen = n;
 	}
-	f->sh->addrs[rnd(&f->r, FZ_SLOTS)] = c.vaddr + rnd(&f->r, n) * PG;
+	f->sh->addrs[rnd(&f->r, FZ_SLOTS)] = c.vaddr + rnd(&f->r, n) * PAGE;
 }
 
 /* Which of our attachments contains @a? -1 if none. */
@@ -1686,13 +1473,13 @@ static int fz_att_at(struct fz *f, uint64_t a)
 	int i;
 
 	if (in_arena(f, a, 1)) {
-		unsigned long p = (a - (uintptr_t)f->arena) / PG;
+		unsigned long p = (a - (uintptr_t)f->arena) / PAGE;
 
 		return f->kind[p] == PK_ATT ? f->att[p] : -1;
 	}
 	for (i = 0; i < FZ_ATTS; i++)
 		if (f->atts[i].used && f->atts[i].olen && a >= f->atts[i].oaddr &&
-		    a < f->atts[i].oaddr + f->atts[i].olen * PG)
+		    a < f->atts[i].oaddr + f->atts[i].olen * PAGE)
 			return i;
 	return -1;
 }
@@ -1710,24 +1497,24 @@ static void op_detach(struct fz *f)
 		if (ai < 0)
 			return;
 		if (f->atts[ai].olen)
-			c.vaddr = f->atts[ai].oaddr + rnd(&f->r, f->atts[ai].olen) * PG;
+			c.vaddr = f->atts[ai].oaddr + rnd(&f->r, f->atts[ai].olen) * PAGE;
 		else if ((p = fz_find(f, PK_ATT, ai)) >= 0)
 			c.vaddr = (uintptr_t)pg_addr(f, p);
 		else
 			return;
-		c.vaddr += rnd(&f->r, 8) ? 0 : rnd(&f->r, PG);
+		c.vaddr += rnd(&f->r, 8) ? 0 : rnd(&f->r, PAGE);
 	} else if (v < 14) {
 		c.vaddr = (uintptr_t)pg_addr(f, rnd(&f->r, FZ_PAGES));
 	} else if (v < 17) {
 		c.vaddr = f->sh->addrs[rnd(&f->r, FZ_SLOTS)];
 	} else {
-		c.vaddr = chance(&f->r, 50) ? KADDR : rnd(&f->r, 3) * PG;
+		c.vaddr = chance(&f->r, 50) ? KADDR : rnd(&f->r, 3) * PAGE;
 	}
 	ai = fz_att_at(f, c.vaddr);
 	am = fz_argmode(f);
 	if (am != ARG_OK && am != ARG_RO)
 		must_fail = 1;
-	r = xp_ioctl(f->fd, XPMEM_CMD_DETACH, fz_arg(f, am, &c, sizeof(c)));
+	r = xp_ioctl_ret(f->fd, XPMEM_CMD_DETACH, fz_arg(f, am, &c, sizeof(c)));
 	fz_check(f, r, must_fail, "DETACH");
 	if (r && ai >= 0 && am == ARG_OK)
 		fz_fail(f, "DETACH of own attachment at 0x%llx: %s",
@@ -1740,7 +1527,7 @@ static void op_detach(struct fz *f)
 	}
 	/* No attachment there: nothing may have been unmapped. */
 	if (in_arena(f, c.vaddr, 1) &&
-	    mincore((void *)(uintptr_t)(c.vaddr & ~(PG - 1)), PG, &vec))
+	    mincore((void *)(uintptr_t)(c.vaddr & ~(PAGE - 1)), PAGE, &vec))
 		fz_fail(f, "DETACH at 0x%llx (not an attachment) unmapped it",
 			(unsigned long long)c.vaddr);
 }
@@ -1785,7 +1572,7 @@ static void op_junk(struct fz *f)
 		arg = f->scr;
 		break;
 	}
-	r = xp_ioctl(f->fd, cmd, arg);
+	r = xp_ioctl_ret(f->fd, cmd, arg);
 	if (r < 0 && !clean_errno(r))
 		fz_fail(f, "ioctl 0x%lx: unexpected errno %ld", cmd, -r);
 	if (r >= 0)
@@ -1798,7 +1585,7 @@ static void op_junk(struct fz *f)
 static void fz_touch_page(struct fz *f, uint8_t *a, long p)
 {
 	int w = p >= 0 ? fz_write_ok(f, p) && chance(&f->r, 50) : 0;
-	int sig = touch(a + (rnd(&f->r, PG) & ~7UL), w, (uint8_t)f->opi);
+	int sig = touch(a + (rnd(&f->r, PAGE) & ~7UL), w, (uint8_t)f->opi);
 
 	f->touches++;
 	if (sig == SIGBUS)
@@ -1826,7 +1613,7 @@ static void op_touch(struct fz *f)
 		if (chance(&f->r, 40) && (ai = FZ_PICK(f, f->atts)) >= 0) {
 			if (f->atts[ai].olen && chance(&f->r, 50)) {
 				uint8_t *a = (uint8_t *)(uintptr_t)f->atts[ai].oaddr +
-					     rnd(&f->r, f->atts[ai].olen) * PG;
+					     rnd(&f->r, f->atts[ai].olen) * PAGE;
 				int sig = touch(a, 0, 0);
 
 				f->touches++;
@@ -1870,7 +1657,7 @@ static void op_mmap(struct fz *f)
 		kind = PK_MEMFD;
 		flags |= MAP_SHARED;
 		fd = f->memfd;
-		off = p * PG;
+		off = p * PAGE;
 		break;
 	case 8:
 		if (f->secretfd >= 0 && !thp) {
@@ -1890,7 +1677,7 @@ static void op_mmap(struct fz *f)
 	}
 	if (chance(&f->r, 3) && n <= 64)
 		flags |= MAP_POPULATE;
-	a = mmap(pg_addr(f, p), n * PG, prot, flags, fd, off);
+	a = mmap(pg_addr(f, p), n * PAGE, prot, flags, fd, off);
 	if (a == MAP_FAILED) {
 		if (errno != ENOMEM && errno != EAGAIN)
 			fz_fail(f, "mmap kind %d at page %lu+%lu: %s", kind, p,
@@ -1901,10 +1688,10 @@ static void op_mmap(struct fz *f)
 	fz_set(f, p, n, kind, prot, -1);
 	f->ok[f->op]++;
 	if (thp)
-		madvise(a, n * PG, MADV_HUGEPAGE);	/* the first write: a THP */
+		madvise(a, n * PAGE, MADV_HUGEPAGE);	/* the first write: a THP */
 	if (prot & PROT_WRITE)
 		for (i = 0; i < 4; i++)
-			pg_addr(f, p + rnd(&f->r, n))[rnd(&f->r, PG)] = (uint8_t)i;
+			pg_addr(f, p + rnd(&f->r, n))[rnd(&f->r, PAGE)] = (uint8_t)i;
 }
 
 static void op_munmap(struct fz *f)
@@ -1955,7 +1742,7 @@ static void op_mremap(struct fz *f)
 		if (n < 2)
 			return;
 		m = 1 + rnd(&f->r, n - 1);
-		r = mremap(pg_addr(f, p), n * PG, m * PG, 0);
+		r = mremap(pg_addr(f, p), n * PAGE, m * PAGE, 0);
 		if (r != MAP_FAILED) {
 			fz_reset(f, p + m, n - m);
 			f->ok[f->op]++;
@@ -1964,7 +1751,7 @@ static void op_mremap(struct fz *f)
 	case 2:			/* grow in place: the neighbour is mapped */
 		if (p + n >= FZ_PAGES)
 			return;
-		r = mremap(pg_addr(f, p), n * PG, (n + 1) * PG, 0);
+		r = mremap(pg_addr(f, p), n * PAGE, (n + 1) * PAGE, 0);
 		if (r != MAP_FAILED)
 			fz_reset(f, p, n + 1);	/* unexpected: forget it */
 		return;
@@ -1975,7 +1762,7 @@ static void op_mremap(struct fz *f)
 	do {
 		q = rnd(&f->r, FZ_PAGES - n + 1);
 	} while (q < p + n && p < q + n);
-	r = mremap(pg_addr(f, p), n * PG, n * PG, MREMAP_MAYMOVE | MREMAP_FIXED |
+	r = mremap(pg_addr(f, p), n * PAGE, n * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED |
 		   (dontunmap ? MREMAP_DONTUNMAP : 0), pg_addr(f, q));
 	if (r == MAP_FAILED) {
 		fz_reset(f, q, n);
@@ -2010,7 +1797,7 @@ static void op_mprotect(struct fz *f)
 		if (p + n > FZ_PAGES)
 			n = FZ_PAGES - p;
 	}
-	if (mprotect(pg_addr(f, p), n * PG, prot)) {
+	if (mprotect(pg_addr(f, p), n * PAGE, prot)) {
 		fz_reset(f, p, n);	/* partly applied: start over */
 		return;
 	}
@@ -2044,7 +1831,7 @@ static void op_madvise(struct fz *f)
 		if (p + n > FZ_PAGES)
 			n = FZ_PAGES - p;
 	}
-	r = madvise(pg_addr(f, p), n * PG, adv);
+	r = madvise(pg_addr(f, p), n * PAGE, adv);
 	if (!r)
 		f->ok[f->op]++;
 	if (adv == MADV_DOFORK || adv == MADV_DONTFORK)
@@ -2075,9 +1862,9 @@ static void op_gup(struct fz *f)
 		wok &= fz_write_ok(f, i);
 	a = pg_addr(f, p);
 	local.iov_base = f->buf;
-	local.iov_len = n * PG;
+	local.iov_len = n * PAGE;
 	remote.iov_base = a;
-	remote.iov_len = n * PG;
+	remote.iov_len = n * PAGE;
 	switch (rnd(&f->r, 7)) {
 	case 0:
 		r = process_vm_readv(f->pid, &local, 1, &remote, 1, 0);
@@ -2091,27 +1878,27 @@ static void op_gup(struct fz *f)
 		if (r > 0)
 			splice(f->pfd[0], NULL, f->tmpfd, &off, r,
 			       SPLICE_F_NONBLOCK);
-		while (read(f->pfd[0], f->buf, 4 * PG) > 0)
+		while (read(f->pfd[0], f->buf, 4 * PAGE) > 0)
 			;
 		break;
 	case 3:
-		r = syscall(SYS_futex, a + 4 * rnd(&f->r, PG / 4), FUTEX_WAKE, 1,
+		r = syscall(SYS_futex, a + 4 * rnd(&f->r, PAGE / 4), FUTEX_WAKE, 1,
 			    NULL, NULL, 0);
 		break;
 	case 4:
-		r = wok ? pread(f->tmpfd, a, n * PG, 0) :
-		    pwrite(f->tmpfd, a, n * PG, 0);
+		r = wok ? pread(f->tmpfd, a, n * PAGE, 0) :
+		    pwrite(f->tmpfd, a, n * PAGE, 0);
 		break;
 	case 5:
-		r = pwrite(f->tmpfd, a, n * PG, 0);
+		r = pwrite(f->tmpfd, a, n * PAGE, 0);
 		break;
 	default:
-		r = mincore(a, n * PG, vec);
+		r = mincore(a, n * PAGE, vec);
 		break;
 	}
 	if (r >= 0)
 		f->ok[f->op]++;
-	if (ftruncate(f->tmpfd, 4 * PG))
+	if (ftruncate(f->tmpfd, 4 * PAGE))
 		fz_fail(f, "ftruncate: %s", strerror(errno));
 }
 
@@ -2120,8 +1907,9 @@ static void op_gup(struct fz *f)
 static int fz_child(struct fz *f)
 {
 	int i, k = 4 + rnd(&f->r, 12), sig, w, fd;
-	int64_t segid, apid;
-	uint64_t a;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	void *a;
 	long p, r;
 
 	for (i = 0; i < k; i++) {
@@ -2129,7 +1917,7 @@ static int fz_child(struct fz *f)
 		if (p < 0)
 			continue;
 		w = fz_write_ok(f, p) && f->inh[p] == 1 && chance(&f->r, 50);
-		sig = touch(pg_addr(f, p) + (rnd(&f->r, PG) & ~7UL), w, 7);
+		sig = touch(pg_addr(f, p) + (rnd(&f->r, PAGE) & ~7UL), w, 7);
 		__atomic_fetch_add(&f->sh->child_touches, 1, __ATOMIC_RELAXED);
 		if (sig == SIGBUS)
 			__atomic_fetch_add(&f->sh->sigbus, 1, __ATOMIC_RELAXED);
@@ -2147,7 +1935,7 @@ static int fz_child(struct fz *f)
 				fz_hist_str(f, p), sig ? strsignal(sig) : "no fault");
 	}
 	/* the parent's device fd is the parent's */
-	r = xp_make(f->fd, (uintptr_t)f->arena, PG, 0600, &segid);
+	r = xp_make(f->fd, f->arena, PAGE, 0600, &segid);
 	if (r != -XPMEM_ERRNO_NOPROC && !(r < 0 && clean_errno(r)))
 		return 22;
 	if (chance(&f->r, 30)) {
@@ -2156,8 +1944,8 @@ static int fz_child(struct fz *f)
 			return 23;
 		segid = f->sh->segs[rnd(&f->r, FZ_SLOTS)].segid;
 		if (!xp_get(fd, segid, XPMEM_RDONLY, &apid) &&
-		    !xp_attach(fd, apid, 0, PG, 0, &a))
-			touch((uint8_t *)(uintptr_t)a, 0, 0);
+		    !xp_attach(fd, apid, 0, PAGE, NULL, &a))
+			touch(a, 0, 0);
 		/* exit cleans up */
 	}
 	return 0;
@@ -2202,33 +1990,34 @@ static void op_fork(struct fz *f)
 static void op_selfplace(struct fz *f)
 {
 	const size_t len = 4UL << 20;
-	int64_t segid, apid;
-	uint64_t va;
-	void *src, *to;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	void *src, *to, *va;
 
 	src = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (src == MAP_FAILED)
 		return;
-	if (xp_make(f->fd, (uintptr_t)src, len, 0600, &segid)) {
+	if (xp_make(f->fd, src, len, 0600, &segid)) {
 		munmap(src, len);
 		return;
 	}
 	munmap(src, len);
 	if (xp_get(f->fd, segid, XPMEM_RDWR, &apid))
 		goto remove;
-	if (xp_attach(f->fd, apid, 0, len, 0, &va))
+	if (xp_attach(f->fd, apid, 0, len, NULL, &va))
 		goto release;
-	if (va < (uintptr_t)src + len && (uintptr_t)src < va + len)
-		fz_fail(f, "attach without FIXED at 0x%llx over its own source 0x%llx",
-			(unsigned long long)va, (unsigned long long)(uintptr_t)src);
-	munmap((void *)(uintptr_t)(va + len / 2 + PG), PG);
-	to = mremap((void *)(uintptr_t)va, len / 2, len / 2,
+	if ((uint8_t *)va < (uint8_t *)src + len &&
+	    (uint8_t *)src < (uint8_t *)va + len)
+		fz_fail(f, "attach without FIXED at %p over its own source %p",
+			va, src);
+	munmap((uint8_t *)va + len / 2 + PAGE, PAGE);
+	to = mremap(va, len / 2, len / 2,
 		    MREMAP_MAYMOVE | MREMAP_FIXED, src);
 	if (to != MAP_FAILED)
 		fz_fail(f, "mremap of an attachment onto its own source at %p",
 			to);
-	xp_detach(f->fd, va + len - PG);
+	xp_detach(f->fd, (uint8_t *)va + len - PAGE);
 	f->ok[f->op]++;
 release:
 	xp_release(f->fd, apid);
@@ -2356,7 +2145,7 @@ static void op_copy(struct fz *f)
 		n = 1 + rnd(&f->r, 4);
 	for (i = 0; i < n; i++) {
 		struct fz_perm *pm = NULL;
-		uint64_t len = 1 + rnd(&f->r, 4 * PG);
+		uint64_t len = 1 + rnd(&f->r, 4 * PAGE);
 
 		memset(&x[i], 0, sizeof(x[i]));
 		memset(&pp[i], 0, sizeof(pp[i]));
@@ -2368,7 +2157,7 @@ static void op_copy(struct fz *f)
 			if (p < 0)
 				p = rnd(&f->r, FZ_PAGES);
 			pp[i].vaddr = (uintptr_t)pg_addr(f, p);
-			pp[i].len = (1 + rnd(&f->r, 8)) * PG;
+			pp[i].len = (1 + rnd(&f->r, 8)) * PAGE;
 			pp[i].flags = rnd(&f->r, 2);
 			if (chance(&f->r, 5)) {
 				pp[i].flags |= 2;
@@ -2394,7 +2183,7 @@ static void op_copy(struct fz *f)
 		/* mostly where the owner has memory: its arena */
 		if (pm && chance(&f->r, 60)) {
 			uint64_t a = (uintptr_t)pg_addr(f, rnd(&f->r, FZ_PAGES)) +
-				     rnd(&f->r, PG);
+				     rnd(&f->r, PAGE);
 
 			if (a >= pm->svaddr && a - pm->svaddr + len <= pm->slen)
 				x[i].offset = a - pm->svaddr;
@@ -2414,10 +2203,10 @@ static void op_copy(struct fz *f)
 		} else {
 			switch (rnd(&f->r, 8)) {
 			case 0:
-				x[i].addr = (uintptr_t)f->scr + PG;
+				x[i].addr = (uintptr_t)f->scr + PAGE;
 				break;
 			case 1:
-				x[i].addr = (uintptr_t)f->scr + 2 * PG;
+				x[i].addr = (uintptr_t)f->scr + 2 * PAGE;
 				break;
 			case 2:
 				x[i].addr = KADDR;
@@ -2441,7 +2230,7 @@ static void op_copy(struct fz *f)
 	for (i = 0; i < n; i++) {
 		want[i] = pop[i] ? 0 : x[i].len;
 		if (!ring) {
-			r = xp_ioctl(f->fd, pop[i] ? XPMEM_CMD_EXT_POPULATE :
+			r = xp_ioctl_ret(f->fd, pop[i] ? XPMEM_CMD_EXT_POPULATE :
 				     XPMEM_CMD_EXT_COPY,
 				     pop[i] ? (void *)&pp[i] : (void *)&x[i]);
 			if (r > (long)want[i])
@@ -2528,9 +2317,9 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 			return 2;
 	}
 	f->fd = xp_open();
-	f->scr = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE,
+	f->scr = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	f->buf = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE,
+	f->buf = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	f->memfd = memfd_create("xpmem-stress", MFD_CLOEXEC);
 	f->secretfd = syscall(SYS_memfd_secret, 0);
@@ -2538,11 +2327,11 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 	if (f->fd < 0 || f->scr == MAP_FAILED || f->buf == MAP_FAILED ||
 	    f->memfd < 0 || f->tmpfd < 0 ||
 	    pipe2(f->pfd, O_NONBLOCK | O_CLOEXEC) ||
-	    ftruncate(f->memfd, FZ_ARENA) || ftruncate(f->tmpfd, 4 * PG) ||
-	    mprotect(f->scr + PG, PG, PROT_NONE) ||
-	    mprotect(f->scr + 2 * PG, PG, PROT_READ))
+	    ftruncate(f->memfd, FZ_ARENA) || ftruncate(f->tmpfd, 4 * PAGE) ||
+	    mprotect(f->scr + PAGE, PAGE, PROT_NONE) ||
+	    mprotect(f->scr + 2 * PAGE, PAGE, PROT_READ))
 		return 3;
-	if (f->secretfd >= 0 && ftruncate(f->secretfd, FZ_SECRET_PAGES * PG)) {
+	if (f->secretfd >= 0 && ftruncate(f->secretfd, FZ_SECRET_PAGES * PAGE)) {
 		close(f->secretfd);
 		f->secretfd = -1;
 	}
@@ -2551,7 +2340,7 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 	f->have_ring = !io_uring_queue_init(8, &f->ring, 0);
 	if (f->have_ring) {
 		/* the gup buffer, registered: ring copies may name it */
-		struct iovec reg = { f->buf, 4 * PG };
+		struct iovec reg = { f->buf, 4 * PAGE };
 
 		f->have_fixed = !io_uring_register_buffers(&f->ring, &reg, 1);
 	}
@@ -2560,7 +2349,7 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 	sh->procs[id].addr[0] = (uintptr_t)&frame;
 	sh->procs[id].addr[1] = (uintptr_t)&fz_worker;
 	sh->procs[id].addr[2] = (uintptr_t)&F;
-	sh->procs[id].addr[3] = (uintptr_t)sbrk(0) - PG;
+	sh->procs[id].addr[3] = (uintptr_t)sbrk(0) - PAGE;
 	sh->procs[id].addr[4] = getauxval(AT_SYSINFO_EHDR);
 	crash_addr_slot = &sh->crash_addr[id];
 	probe_install();
@@ -2669,7 +2458,7 @@ static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
 TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 {
 	struct fz_shared *sh = map_shared(sizeof(*sh));
-	uint8_t *arena = reserve_aligned(FZ_ARENA, 512 * PG);
+	uint8_t *arena = reserve_aligned(FZ_ARENA, 512 * PAGE);
 	int n = P.procs, i, st, live, lp[2], bad = 0;
 	long per = (P.fuzz_ops + n - 1) / n, done, ok = 0;
 	pid_t pids[FZ_MAXPROCS] = { 0 };
@@ -2795,10 +2584,10 @@ struct ks_shared {
 struct ks_victim {
 	struct rng r;
 	int fd, efd;
-	int64_t segid;
+	xpmem_segid_t segid;
 	uint8_t *buf;		/* owner: exported memory */
 	uint8_t *win;		/* attacher: the fixed attach window */
-	int64_t apid;
+	xpmem_apid_t apid;
 	uint64_t off;
 	int whole;
 	pthread_mutex_t rlock;
@@ -2830,25 +2619,25 @@ static void ks_owner_churn(struct ks_victim *v)
 
 	switch (ks_rnd(v, 5)) {
 	case 0:
-		mmap(v->buf + p * PG, n * PG, PROT_READ | PROT_WRITE,
+		mmap(v->buf + p * PAGE, n * PAGE, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-		v->buf[p * PG] = 1;
+		v->buf[p * PAGE] = 1;
 		break;
 	case 1:
-		mprotect(v->buf + p * PG, n * PG, PROT_READ);
-		mprotect(v->buf + p * PG, n * PG, PROT_READ | PROT_WRITE);
+		mprotect(v->buf + p * PAGE, n * PAGE, PROT_READ);
+		mprotect(v->buf + p * PAGE, n * PAGE, PROT_READ | PROT_WRITE);
 		break;
 	case 2:
-		madvise(v->buf + p * PG, n * PG, MADV_DONTNEED);
+		madvise(v->buf + p * PAGE, n * PAGE, MADV_DONTNEED);
 		break;
 	case 3:
-		q = mmap(NULL, 8 * PG, PROT_READ | PROT_WRITE,
+		q = mmap(NULL, 8 * PAGE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (q != MAP_FAILED)
-			munmap(q, 8 * PG);
+			munmap(q, 8 * PAGE);
 		break;
 	default:
-		memset(v->buf + p * PG, (int)n, PG);
+		memset(v->buf + p * PAGE, (int)n, PAGE);
 		break;
 	}
 }
@@ -2856,16 +2645,17 @@ static void ks_owner_churn(struct ks_victim *v)
 /* owner: make, get, attach, touch, detach, release, remove its own */
 static void ks_owner_self(struct ks_victim *v)
 {
-	int64_t seg2, apid2;
-	uint64_t a;
+	xpmem_segid_t seg2;
+	xpmem_apid_t apid2;
+	void *a;
 
-	if (xp_make(v->fd, (uintptr_t)v->buf + ks_rnd(v, KS_PAGES / 2) * PG,
-		    PG * (1 + ks_rnd(v, KS_PAGES / 2)), 0600, &seg2))
+	if (xp_make(v->fd, v->buf + ks_rnd(v, KS_PAGES / 2) * PAGE,
+		    PAGE * (1 + ks_rnd(v, KS_PAGES / 2)), 0600, &seg2))
 		return;
 	if (!xp_get(v->fd, seg2, XPMEM_RDWR, &apid2)) {
-		if (!xp_attach(v->fd, apid2, 0, PG, 0, &a)) {
+		if (!xp_attach(v->fd, apid2, 0, PAGE, NULL, &a)) {
 			/* SIGBUS when the churn made it read-only */
-			touch((uint8_t *)(uintptr_t)a, 1, 1);
+			touch(a, 1, 1);
 			if (ks_rnd(v, 2))
 				xp_detach(v->fd, a);
 		}
@@ -2878,25 +2668,25 @@ static void ks_owner_self(struct ks_victim *v)
 /* attacher: fault the window (SIGBUS/SIGSEGV are expected) */
 static void ks_fault(struct ks_victim *v)
 {
-	touch(v->win + ks_rnd(v, KS_PAGES) * PG, ks_rnd(v, 2), 1);
+	touch(v->win + ks_rnd(v, KS_PAGES) * PAGE, ks_rnd(v, 2), 1);
 }
 
 /* attacher: detach and re-attach the window, or a second permit */
 static void ks_reattach(struct ks_victim *v)
 {
-	int64_t apid2;
-	uint64_t a;
+	xpmem_apid_t apid2;
+	void *a;
 
 	if (ks_rnd(v, 2)) {
-		xp_detach(v->fd, (uintptr_t)v->win);
-		xp_attach(v->fd, v->apid, v->off, KS_PAGES * PG, (uintptr_t)v->win,
-			  &a);
+		xp_detach(v->fd, v->win);
+		xp_attach(v->fd, v->apid, v->off, KS_PAGES * PAGE, v->win, &a);
 		return;
 	}
 	if (xp_get(v->fd, v->segid, XPMEM_RDONLY, &apid2))
 		return;
-	if (!xp_attach(v->fd, apid2, v->off, PG * (1 + ks_rnd(v, 4)), 0, &a)) {
-		touch((uint8_t *)(uintptr_t)a, 0, 0);
+	if (!xp_attach(v->fd, apid2, v->off, PAGE * (1 + ks_rnd(v, 4)), NULL,
+		       &a)) {
+		touch(a, 0, 0);
 		if (ks_rnd(v, 2))
 			xp_detach(v->fd, a);
 	}
@@ -2932,21 +2722,21 @@ static int ks_start(void *(*fn)(void *), struct ks_victim *v)
  */
 static int ks_owner(struct ks_victim *v, int wfd, int self, int exit_after)
 {
-	uint64_t a;
+	void *a;
 	long i;
 
 	v->fd = xp_open();
 	if (v->fd < 0)
 		return 40;
-	v->buf = mmap(NULL, KS_PAGES * PG, PROT_READ | PROT_WRITE,
+	v->buf = mmap(NULL, KS_PAGES * PAGE, PROT_READ | PROT_WRITE,
 		      ks_rnd(v, 2) ? MAP_SHARED | MAP_ANONYMOUS :
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (v->buf == MAP_FAILED)
 		return 41;
-	memset(v->buf, 0x5a, KS_PAGES * PG);
+	memset(v->buf, 0x5a, KS_PAGES * PAGE);
 	v->whole = ks_rnd(v, 2);
-	if (xp_make(v->fd, v->whole ? 0 : (uintptr_t)v->buf,
-		    v->whole ? XPMEM_MAXADDR_SIZE : KS_PAGES * PG, 0666, &v->segid))
+	if (xp_make(v->fd, v->whole ? NULL : v->buf,
+		    v->whole ? XPMEM_MAXADDR_SIZE : KS_PAGES * PAGE, 0666, &v->segid))
 		return 42;
 	v->off = v->whole ? (uintptr_t)v->buf : 0;
 	if (wfd >= 0) {
@@ -2959,10 +2749,10 @@ static int ks_owner(struct ks_victim *v, int wfd, int self, int exit_after)
 	}
 	probe_install();
 	if (self) {
-		v->win = reserve_aligned(KS_PAGES * PG, PG);
+		v->win = reserve_aligned(KS_PAGES * PAGE, PAGE);
 		if (!v->win || xp_get(v->fd, v->segid, XPMEM_RDWR, &v->apid) ||
-		    xp_attach(v->fd, v->apid, v->off, KS_PAGES * PG,
-			      (uintptr_t)v->win, &a))
+		    xp_attach(v->fd, v->apid, v->off, KS_PAGES * PAGE, v->win,
+			      &a))
 			return 45;
 		if (ks_start(ks_thread, v))
 			return 46;
@@ -2988,7 +2778,8 @@ static int ks_owner(struct ks_victim *v, int wfd, int self, int exit_after)
 /* The attacher: the main thread faults, a second one (re)attaches. */
 static int ks_attacher(struct ks_victim *v, int rfd)
 {
-	uint64_t msg[2], a;
+	uint64_t msg[2];
+	void *a;
 
 	if (read(rfd, msg, sizeof(msg)) != sizeof(msg))
 		return 0;	/* the owner died before it made the segment */
@@ -2997,11 +2788,11 @@ static int ks_attacher(struct ks_victim *v, int rfd)
 	v->fd = xp_open();
 	if (v->fd < 0)
 		return 50;
-	v->win = reserve_aligned(KS_PAGES * PG, PG);
+	v->win = reserve_aligned(KS_PAGES * PAGE, PAGE);
 	if (!v->win)
 		return 51;
 	if (xp_get(v->fd, v->segid, XPMEM_RDWR, &v->apid) ||
-	    xp_attach(v->fd, v->apid, v->off, KS_PAGES * PG, (uintptr_t)v->win, &a))
+	    xp_attach(v->fd, v->apid, v->off, KS_PAGES * PAGE, v->win, &a))
 		return 0;	/* the owner is gone already */
 	probe_install();
 	if (ks_start(ks_thread, v))
@@ -3325,7 +3116,7 @@ static void thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 struct oc_shared {
 	volatile long owner_it, faults, reattach;
 	volatile int stop, stop_att;
-	int64_t segid;
+	xpmem_segid_t segid;
 	long sigbus, sigsegv, bad, final_sigbus, final_other;
 	uint64_t bad_val;
 	long bad_idx;
@@ -3334,7 +3125,7 @@ struct oc_shared {
 struct oc_att {
 	struct oc_shared *sh;
 	int fd;
-	int64_t apid;
+	xpmem_apid_t apid;
 	uint8_t *win;
 	int tid;
 };
@@ -3345,14 +3136,14 @@ static void oc_tag(uint8_t *b, unsigned long p, unsigned long k, uint64_t gen)
 
 	for (i = p; i < p + k; i++)
 		if (i < OC_PAGES / 2)
-			*(volatile uint64_t *)(b + i * PG) = (uint64_t)i << 32 | gen;
+			*(volatile uint64_t *)(b + i * PAGE) = (uint64_t)i << 32 | gen;
 }
 
 static int oc_owner(struct oc_shared *sh, int shared, int wfd, uint64_t seed)
 {
 	int flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS;
-	uint8_t *b = reserve_aligned(OC_PAGES * PG, 512 * PG);
-	uint8_t *park = reserve_aligned(OC_PAGES * PG, PG);
+	uint8_t *b = reserve_aligned(OC_PAGES * PAGE, 512 * PAGE);
+	uint8_t *park = reserve_aligned(OC_PAGES * PAGE, PAGE);
 	unsigned long p, k;
 	uint64_t gen = 1;
 	struct rng r;
@@ -3361,11 +3152,11 @@ static int oc_owner(struct oc_shared *sh, int shared, int wfd, uint64_t seed)
 
 	rng_init(&r, seed, 77);
 	if (fd < 0 || !b || !park ||
-	    mmap(b, OC_PAGES * PG, PROT_READ | PROT_WRITE, flags | MAP_FIXED,
+	    mmap(b, OC_PAGES * PAGE, PROT_READ | PROT_WRITE, flags | MAP_FIXED,
 		 -1, 0) != b)
 		return 60;
 	oc_tag(b, 0, OC_PAGES, gen);
-	if (xp_make(fd, (uintptr_t)b, OC_PAGES * PG, 0600, &sh->segid) ||
+	if (xp_make(fd, b, OC_PAGES * PAGE, 0600, &sh->segid) ||
 	    write(wfd, "g", 1) != 1)
 		return 61;
 	while (!sh->stop) {
@@ -3374,34 +3165,34 @@ static int oc_owner(struct oc_shared *sh, int shared, int wfd, uint64_t seed)
 		gen++;
 		switch (rnd(&r, 6)) {
 		case 0:
-			if (munmap(b + p * PG, k * PG) ||
-			    mmap(b + p * PG, k * PG, PROT_READ | PROT_WRITE,
-				 flags | MAP_FIXED, -1, 0) != b + p * PG)
+			if (munmap(b + p * PAGE, k * PAGE) ||
+			    mmap(b + p * PAGE, k * PAGE, PROT_READ | PROT_WRITE,
+				 flags | MAP_FIXED, -1, 0) != b + p * PAGE)
 				return 62;
 			oc_tag(b, p, k, gen);
 			break;
 		case 1:		/* away and back: contents preserved */
-			if (mremap(b + p * PG, k * PG, k * PG,
-				   MREMAP_MAYMOVE | MREMAP_FIXED, park + p * PG) ==
+			if (mremap(b + p * PAGE, k * PAGE, k * PAGE,
+				   MREMAP_MAYMOVE | MREMAP_FIXED, park + p * PAGE) ==
 			    MAP_FAILED) {
 				/* EFAULT: the range spans two mappings */
 				if (errno != EFAULT)
 					return 63;
-				mmap(park + p * PG, k * PG, PROT_NONE, MAP_PRIVATE |
+				mmap(park + p * PAGE, k * PAGE, PROT_NONE, MAP_PRIVATE |
 				     MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 				break;
 			}
-			if (mremap(park + p * PG, k * PG, k * PG,
-				   MREMAP_MAYMOVE | MREMAP_FIXED, b + p * PG) ==
+			if (mremap(park + p * PAGE, k * PAGE, k * PAGE,
+				   MREMAP_MAYMOVE | MREMAP_FIXED, b + p * PAGE) ==
 			    MAP_FAILED)
 				return 64;
 			/* the park range is a hole now: reserve it again */
-			mmap(park + p * PG, k * PG, PROT_NONE, MAP_PRIVATE |
+			mmap(park + p * PAGE, k * PAGE, PROT_NONE, MAP_PRIVATE |
 			     MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 			break;
 		case 2:
-			if (mprotect(b + p * PG, k * PG, PROT_READ) ||
-			    mprotect(b + p * PG, k * PG, PROT_READ | PROT_WRITE))
+			if (mprotect(b + p * PAGE, k * PAGE, PROT_READ) ||
+			    mprotect(b + p * PAGE, k * PAGE, PROT_READ | PROT_WRITE))
 				return 65;
 			break;
 		case 3:		/* fork, then write: COW breaks in the owner */
@@ -3413,7 +3204,7 @@ static int oc_owner(struct oc_shared *sh, int shared, int wfd, uint64_t seed)
 			oc_tag(b, p, k, gen);
 			break;
 		case 4:
-			if (madvise(b + p * PG, k * PG, MADV_DONTNEED))
+			if (madvise(b + p * PAGE, k * PAGE, MADV_DONTNEED))
 				return 67;
 			oc_tag(b, p, k, gen);
 			break;
@@ -3440,7 +3231,7 @@ static void *oc_faulter(void *arg)
 	while (!sh->stop_att) {
 		i = rnd(&r, OC_PAGES);
 		if (i < OC_PAGES / 2) {
-			sig = touch_read64((uint64_t *)(a->win + i * PG), &v);
+			sig = touch_read64((uint64_t *)(a->win + i * PAGE), &v);
 			/* 0 (a fresh page) or the owner's tag for this page */
 			if (!sig && v && v >> 32 != i) {
 				__atomic_fetch_add(&sh->bad, 1, __ATOMIC_RELAXED);
@@ -3448,7 +3239,7 @@ static void *oc_faulter(void *arg)
 				sh->bad_idx = i;
 			}
 		} else {
-			sig = touch_write64((uint64_t *)(a->win + i * PG) + a->tid,
+			sig = touch_write64((uint64_t *)(a->win + i * PAGE) + a->tid,
 					    (uint64_t)i << 32 | 0x80000000u);
 		}
 		if (sig == SIGBUS)
@@ -3463,7 +3254,7 @@ static void *oc_faulter(void *arg)
 static void *oc_reattacher(void *arg)
 {
 	struct oc_att *a = arg;
-	uint64_t got;
+	void *got;
 	long next = 0;
 	int over = 0;
 
@@ -3474,10 +3265,9 @@ static void *oc_reattacher(void *arg)
 			sched_yield();
 		/* sometimes attach over the live attachment without detaching */
 		if (!(over++ % 4) ||
-		    xp_attach(a->fd, a->apid, 0, OC_PAGES * PG, (uintptr_t)a->win, &got)) {
-			xp_detach(a->fd, (uintptr_t)a->win);
-			xp_attach(a->fd, a->apid, 0, OC_PAGES * PG, (uintptr_t)a->win,
-				  &got);
+		    xp_attach(a->fd, a->apid, 0, OC_PAGES * PAGE, a->win, &got)) {
+			xp_detach(a->fd, a->win);
+			xp_attach(a->fd, a->apid, 0, OC_PAGES * PAGE, a->win, &got);
 		}
 		a->sh->reattach++;
 	}
@@ -3488,8 +3278,8 @@ static int oc_attacher(struct oc_shared *sh, int rfd, int gofd)
 {
 	struct oc_att a[3];
 	pthread_t t[3];
-	uint64_t got, keep;
-	int64_t apid;
+	void *got, *keep;
+	xpmem_apid_t apid;
 	char c;
 	int fd, i, sig;
 	uint8_t *win;
@@ -3497,10 +3287,10 @@ static int oc_attacher(struct oc_shared *sh, int rfd, int gofd)
 	if (read(rfd, &c, 1) != 1)
 		return 70;
 	fd = xp_open();
-	win = reserve_aligned(OC_PAGES * PG, 512 * PG);
+	win = reserve_aligned(OC_PAGES * PAGE, 512 * PAGE);
 	if (fd < 0 || !win || xp_get(fd, sh->segid, XPMEM_RDWR, &apid) ||
-	    xp_attach(fd, apid, 0, OC_PAGES * PG, (uintptr_t)win, &got) ||
-	    xp_attach(fd, apid, 0, OC_PAGES * PG, 0, &keep))
+	    xp_attach(fd, apid, 0, OC_PAGES * PAGE, win, &got) ||
+	    xp_attach(fd, apid, 0, OC_PAGES * PAGE, NULL, &keep))
 		return 71;
 	for (i = 0; i < 3; i++) {
 		a[i] = (struct oc_att){ .sh = sh, .fd = fd, .apid = apid,
@@ -3515,7 +3305,7 @@ static int oc_attacher(struct oc_shared *sh, int rfd, int gofd)
 		pthread_join(t[i], NULL);
 	/* owner exit revokes the attachment: every access is SIGBUS */
 	for (i = 0; i < OC_PAGES; i++) {
-		sig = touch((uint8_t *)(uintptr_t)keep + i * PG, 0, 0);
+		sig = touch((uint8_t *)keep + i * PAGE, 0, 0);
 		if (sig == SIGBUS)
 			sh->final_sigbus++;
 		else
@@ -3592,7 +3382,7 @@ TEST_F_TIMEOUT(stress, owner_churn_shared, tmo(120, 180, 1200))
 struct lv_shared {
 	volatile long owner_it, faults;
 	volatile int stop;
-	int64_t segid;
+	xpmem_segid_t segid;
 	uint64_t buf;
 	long sigs;
 };
@@ -3610,13 +3400,13 @@ static void *lv_mapper(void *arg)
 	int i;
 
 	while (!sh->stop) {
-		q = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE,
+		q = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (q == MAP_FAILED)
 			_exit(80);
 		for (i = 0; i < 4; i++)
-			q[i * PG] = 1;
-		munmap(q, 4 * PG);
+			q[i * PAGE] = 1;
+		munmap(q, 4 * PAGE);
 		__atomic_fetch_add(&sh->owner_it, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
@@ -3624,16 +3414,16 @@ static void *lv_mapper(void *arg)
 
 static int lv_owner(struct lv_shared *sh, int wfd)
 {
-	uint8_t *b = mmap(NULL, LV_PAGES * PG, PROT_READ | PROT_WRITE,
+	uint8_t *b = mmap(NULL, LV_PAGES * PAGE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int fd = xp_open();
 	pthread_t t;
 
 	if (fd < 0 || b == MAP_FAILED)
 		return 81;
-	memset(b, 0x3c, LV_PAGES * PG);
+	memset(b, 0x3c, LV_PAGES * PAGE);
 	sh->buf = (uintptr_t)b;
-	if (xp_make(fd, 0, XPMEM_MAXADDR_SIZE, 0600, &sh->segid) ||
+	if (xp_make(fd, NULL, XPMEM_MAXADDR_SIZE, 0600, &sh->segid) ||
 	    write(wfd, "g", 1) != 1)
 		return 82;
 	thread_start(&t, lv_mapper, sh);
@@ -3659,8 +3449,8 @@ static void *lv_faulter(void *arg)
 	probe_install();
 	while (!sh->stop) {
 		/* drop our PTEs so that the next access faults again */
-		madvise(la->a, LV_PAGES * PG, MADV_DONTNEED);
-		sig = touch(la->a + rnd(&r, LV_PAGES) * PG, 0, 0);
+		madvise(la->a, LV_PAGES * PAGE, MADV_DONTNEED);
+		sig = touch(la->a + rnd(&r, LV_PAGES) * PAGE, 0, 0);
 		if (sig && !sh->stop)
 			__atomic_fetch_add(&sh->sigs, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&sh->faults, 1, __ATOMIC_RELAXED);
@@ -3672,8 +3462,8 @@ static int lv_attacher(struct lv_shared *sh, int rfd)
 {
 	struct lv_att la[2];
 	pthread_t t[2];
-	int64_t apid;
-	uint64_t a;
+	xpmem_apid_t apid;
+	void *a;
 	int fd, i;
 	char c;
 
@@ -3681,10 +3471,10 @@ static int lv_attacher(struct lv_shared *sh, int rfd)
 		return 83;
 	fd = xp_open();
 	if (fd < 0 || xp_get(fd, sh->segid, XPMEM_RDONLY, &apid) ||
-	    xp_attach(fd, apid, sh->buf, LV_PAGES * PG, 0, &a))
+	    xp_attach(fd, apid, sh->buf, LV_PAGES * PAGE, NULL, &a))
 		return 84;
 	for (i = 0; i < 2; i++) {
-		la[i] = (struct lv_att){ .sh = sh, .a = (uint8_t *)(uintptr_t)a,
+		la[i] = (struct lv_att){ .sh = sh, .a = a,
 					 .tid = i };
 		thread_start(&t[i], lv_faulter, &la[i]);
 	}
@@ -3741,7 +3531,7 @@ TEST_F_TIMEOUT(stress, fault_vs_owner_mmap, tmo(120, 180, 1200))
 
 struct mk_side {
 	volatile long w_it, m_it;
-	int64_t segid;
+	xpmem_segid_t segid;
 	uint64_t buf;
 	long sigs;
 };
@@ -3767,13 +3557,13 @@ static void *mk_writer(void *arg)
 	rng_init(&r, 9, (uintptr_t)m->me);
 	probe_install();
 	while (!m->sh->stop) {
-		madvise(m->a, MK_PAGES * PG, MADV_DONTNEED);
+		madvise(m->a, MK_PAGES * PAGE, MADV_DONTNEED);
 		for (j = 0; j < 4; j++) {
 			p = rnd(&r, MK_PAGES);
 			/* read (maps read-only), then write: ->mkwrite */
-			sig = touch(m->a + p * PG, 0, 0);
+			sig = touch(m->a + p * PAGE, 0, 0);
 			if (!sig)
-				sig = touch(m->a + p * PG + 64, 1, (uint8_t)j);
+				sig = touch(m->a + p * PAGE + 64, 1, (uint8_t)j);
 			if (sig && !m->sh->stop)
 				__atomic_fetch_add(&m->me->sigs, 1, __ATOMIC_RELAXED);
 		}
@@ -3785,34 +3575,34 @@ static void *mk_writer(void *arg)
 static int mk_side(struct mk_shared *sh, int i, int rfd, int wfd)
 {
 	struct mk_side *me = &sh->side[i], *peer = &sh->side[!i];
-	uint8_t *b = mmap(NULL, MK_PAGES * PG, PROT_READ | PROT_WRITE,
+	uint8_t *b = mmap(NULL, MK_PAGES * PAGE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *q;
 	struct mk_ctx m = { .sh = sh, .me = me };
 	int fd = xp_open();
-	int64_t apid;
+	xpmem_apid_t apid;
 	pthread_t t;
-	uint64_t a;
+	void *a;
 	char c;
 
 	if (fd < 0 || b == MAP_FAILED)
 		return 85;
-	memset(b, i + 1, MK_PAGES * PG);
+	memset(b, i + 1, MK_PAGES * PAGE);
 	me->buf = (uintptr_t)b;
-	if (xp_make(fd, 0, XPMEM_MAXADDR_SIZE, 0600, &me->segid) ||
+	if (xp_make(fd, NULL, XPMEM_MAXADDR_SIZE, 0600, &me->segid) ||
 	    write(wfd, "r", 1) != 1 || read(rfd, &c, 1) != 1)
 		return 86;
 	if (xp_get(fd, peer->segid, XPMEM_RDWR, &apid) ||
-	    xp_attach(fd, apid, peer->buf, MK_PAGES * PG, 0, &a))
+	    xp_attach(fd, apid, peer->buf, MK_PAGES * PAGE, NULL, &a))
 		return 87;
-	m.a = (uint8_t *)(uintptr_t)a;
+	m.a = a;
 	thread_start(&t, mk_writer, &m);
 	while (!sh->stop) {
-		q = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE,
+		q = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (q == MAP_FAILED)
 			return 88;
 		q[0] = 1;
-		munmap(q, 16 * PG);
+		munmap(q, 16 * PAGE);
 		me->m_it++;
 	}
 	pthread_join(t, NULL);
@@ -3892,8 +3682,8 @@ static uint64_t mf_word(int round, int page)
 TEST_F_TIMEOUT(stress, madv_free_writes, tmo(60, 120, 1200))
 {
 	int rounds = P.level == 0 ? 5 : P.level == 1 ? 20 : 200;
-	static const unsigned int offs[] = { 0, 2048, PG - 8 };
-	struct { long lost, checked; int64_t segid; } *sh = map_shared(sizeof(*sh));
+	static const unsigned int offs[] = { 0, 2048, PAGE - 8 };
+	struct { long lost, checked; xpmem_segid_t segid; } *sh = map_shared(sizeof(*sh));
 	int to_att[2], to_own[2], r, j, o;
 	struct kids k = { .n = 2 };
 	char c;
@@ -3904,23 +3694,23 @@ TEST_F_TIMEOUT(stress, madv_free_writes, tmo(60, 120, 1200))
 	k.pid[0] = fork_child();
 	ASSERT_LE(0, k.pid[0]);
 	if (!k.pid[0]) {
-		uint8_t *b = mmap(NULL, MF_PAGES * PG, PROT_READ | PROT_WRITE,
+		uint8_t *b = mmap(NULL, MF_PAGES * PAGE, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		int fd = xp_open();
 
 		if (b == MAP_FAILED || fd < 0 ||
-		    xp_make(fd, (uintptr_t)b, MF_PAGES * PG, 0600, &sh->segid))
+		    xp_make(fd, b, MF_PAGES * PAGE, 0600, &sh->segid))
 			_exit(1);
 		for (r = 0; r < rounds; r++) {
-			memset(b, 0x11, MF_PAGES * PG);
-			if (madvise(b, MF_PAGES * PG, MADV_FREE) ||
+			memset(b, 0x11, MF_PAGES * PAGE);
+			if (madvise(b, MF_PAGES * PAGE, MADV_FREE) ||
 			    write(to_att[1], "w", 1) != 1 || read(to_own[0], &c, 1) != 1)
 				_exit(2);
 			/* reclaim discards clean lazy-free pages */
-			madvise(b, MF_PAGES * PG, MADV_PAGEOUT);
+			madvise(b, MF_PAGES * PAGE, MADV_PAGEOUT);
 			for (j = 0; j < MF_PAGES; j++) {
 				for (o = 0; o < 3; o++)
-					if (*(uint64_t *)(b + j * PG + offs[o]) !=
+					if (*(uint64_t *)(b + j * PAGE + offs[o]) !=
 					    mf_word(r, j))
 						break;
 				sh->lost += o < 3;
@@ -3933,19 +3723,19 @@ TEST_F_TIMEOUT(stress, madv_free_writes, tmo(60, 120, 1200))
 	ASSERT_LE(0, k.pid[1]);
 	if (!k.pid[1]) {
 		int fd = xp_open();
-		int64_t apid;
-		uint64_t a;
+		xpmem_apid_t apid;
+		void *a;
 
 		for (r = 0; r < rounds; r++) {
 			if (read(to_att[0], &c, 1) != 1)
 				_exit(3);
 			if (!r && (fd < 0 || xp_get(fd, sh->segid, XPMEM_RDWR, &apid) ||
-				   xp_attach(fd, apid, 0, MF_PAGES * PG, 0, &a)))
+				   xp_attach(fd, apid, 0, MF_PAGES * PAGE, NULL, &a)))
 				_exit(4);
 			for (j = 0; j < MF_PAGES; j++)
 				for (o = 0; o < 3; o++)
-					*(volatile uint64_t *)(uintptr_t)(a + j * PG +
-									 offs[o]) = mf_word(r, j);
+					*(volatile uint64_t *)((uint8_t *)a + j * PAGE +
+							       offs[o]) = mf_word(r, j);
 			if (write(to_own[1], "d", 1) != 1)
 				_exit(5);
 		}
@@ -3986,7 +3776,7 @@ static const char *const fi_names[FI_NOPS] = {
 };
 
 struct fi_shared {
-	int64_t segid[2];
+	xpmem_segid_t segid[2];
 	uint64_t off[2];
 	long calls[FI_NOPS], enomem[FI_NOPS], fails[FI_NOPS];
 	int failed;
@@ -4098,12 +3888,12 @@ static void fi_rec(struct fi_shared *sh, int op, long r)
 			 fi_names[op], -r, strerror(-r));
 }
 
-static void fi_touch(struct fi_shared *sh, int op, uint64_t a, int write)
+static void fi_touch(struct fi_shared *sh, int op, void *a, int write)
 {
 	int i, sig, bad = 0;
 
 	for (i = 0; i < 8; i++) {
-		sig = touch((uint8_t *)(uintptr_t)a + i * PG, write, (uint8_t)i);
+		sig = touch((uint8_t *)a + i * PAGE, write, (uint8_t)i);
 		bad |= sig;
 	}
 	/* a fault that cannot allocate is retried or SIGBUS */
@@ -4112,23 +3902,25 @@ static void fi_touch(struct fi_shared *sh, int op, uint64_t a, int write)
 
 static int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 {
-	uint8_t *b = mmap(NULL, FI_PAGES * PG, PROT_READ | PROT_WRITE,
+	uint8_t *b = mmap(NULL, FI_PAGES * PAGE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int64_t segid, apid, papid, psegid;
-	uint64_t a, pa, off;
+	xpmem_segid_t segid, psegid;
+	xpmem_apid_t apid, papid;
+	void *a, *pa;
+	uint64_t off;
 	struct rng r;
 	long i, ret;
 	int fd, whole;
 
 	if (b == MAP_FAILED)
 		return 1;
-	memset(b, 0x77, FI_PAGES * PG);
+	memset(b, 0x77, FI_PAGES * PAGE);
 	rng_init(&r, seed, me);
 	probe_install();
 	if (set_make_it_fail(1))
 		return 2;
 	for (i = 0; i < rounds; i++) {
-		a = pa = 0;
+		a = pa = NULL;
 		apid = papid = segid = -1;
 		fd = xp_open();
 		fi_rec(sh, FI_OPEN, fd < 0 ? -errno : 0);
@@ -4136,16 +3928,22 @@ static int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 			continue;
 		whole = chance(&r, 30);
 		off = whole ? (uintptr_t)b : 0;
-		ret = xp_make(fd, whole ? 0 : (uintptr_t)b,
-			      whole ? XPMEM_MAXADDR_SIZE : FI_PAGES * PG, 0666, &segid);
+		ret = xp_make(fd, whole ? NULL : b,
+			      whole ? XPMEM_MAXADDR_SIZE : FI_PAGES * PAGE, 0666, &segid);
+		if (ret)
+			segid = -1;
 		fi_rec(sh, FI_MAKE, ret);
 		if (!ret) {
 			sh->off[me] = off;
 			sh->segid[me] = segid;
 			ret = xp_get(fd, segid, XPMEM_RDWR, &apid);
+			if (ret)
+				apid = -1;
 			fi_rec(sh, FI_GET, ret);
 			if (!ret) {
-				ret = xp_attach(fd, apid, off, 16 * PG, 0, &a);
+				ret = xp_attach(fd, apid, off, 16 * PAGE, NULL, &a);
+				if (ret)
+					a = NULL;
 				fi_rec(sh, FI_ATTACH, ret);
 				if (!ret)
 					fi_touch(sh, FI_FAULT, a, chance(&r, 50));
@@ -4156,30 +3954,33 @@ static int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 		ret = xp_get(fd, psegid, XPMEM_RDONLY, &papid);
 		fi_rec(sh, FI_GET_PEER, ret == -ENOENT || ret == -EINVAL ? 0 : ret);
 		if (!ret) {
-			ret = xp_attach(fd, papid, sh->off[!me], 8 * PG, 0, &pa);
+			ret = xp_attach(fd, papid, sh->off[!me], 8 * PAGE, NULL,
+					&pa);
+			if (ret)
+				pa = NULL;
 			fi_rec(sh, FI_ATTACH_PEER, ret == -ENOENT ? 0 :
 			       ret == -EINVAL ? 0 : ret);
 			if (!ret)
 				fi_touch(sh, FI_FAULT_PEER, pa, 0);
 			if (!ret && chance(&r, 50)) {
 				fi_rec(sh, FI_DETACH, xp_detach(fd, pa));
-				pa = 0;
+				pa = NULL;
 			}
 			if (chance(&r, 70))
 				fi_rec(sh, FI_RELEASE, xp_release(fd, papid));
 		}
 		/* owner-side changes under our own attachment */
-		if (munmap(b + 8 * PG, 8 * PG) ||
-		    mmap(b + 8 * PG, 8 * PG, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != b + 8 * PG)
+		if (munmap(b + 8 * PAGE, 8 * PAGE) ||
+		    mmap(b + 8 * PAGE, 8 * PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != b + 8 * PAGE)
 			fi_rec(sh, FI_OWNER_MM, -errno);
 		else
 			fi_rec(sh, FI_OWNER_MM, 0);
-		madvise(b, 4 * PG, MADV_DONTNEED);
+		madvise(b, 4 * PAGE, MADV_DONTNEED);
 		if (segid > 0 && !chance(&r, 20)) {
 			if (a && chance(&r, 50)) {
 				fi_rec(sh, FI_DETACH, xp_detach(fd, a));
-				a = 0;
+				a = NULL;
 			}
 			if (chance(&r, 70))
 				fi_rec(sh, FI_RELEASE, apid > 0 ? xp_release(fd, apid) : 0);
@@ -4189,9 +3990,9 @@ static int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 		fi_rec(sh, FI_CLOSE, close(fd) ? -errno : 0);
 		/* attachments outlive the fd: unmap what is left */
 		if (a)
-			munmap((void *)(uintptr_t)a, 16 * PG);
+			munmap(a, 16 * PAGE);
 		if (pa)
-			munmap((void *)(uintptr_t)pa, 8 * PG);
+			munmap(pa, 8 * PAGE);
 	}
 	set_make_it_fail(0);
 	return 0;

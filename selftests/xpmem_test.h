@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * xpmem_test.h - helpers shared by the xpmem_* selftests: raw classic
- * ioctl wrappers, the stats counters, a SIGBUS/SIGSEGV probe, byte
- * patterns, pipes between processes and child process handling.
+ * ioctl wrappers, the stats counters, SIGBUS/SIGSEGV probes, byte
+ * patterns, pipes and descriptors between processes, child process
+ * handling and the module's limit parameters.
  *
  * Everything is static inline so that a suite using only some of the
  * helpers still builds with -Wall -Werror.
@@ -12,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -32,11 +35,23 @@
 
 #define PAGE		4096UL
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open		434
+#endif
+
 /* ---- raw ioctl wrappers: 0 or -errno ------------------------------------ */
 
 static inline int xp_open(void)
 {
 	return open(XPMEM_DEV_PATH, O_RDWR | O_CLOEXEC);
+}
+
+/* An ioctl's non-negative result (EXT_COPY: bytes copied), or -errno. */
+static inline long xp_ioctl_ret(int fd, unsigned long cmd, void *arg)
+{
+	long ret = ioctl(fd, cmd, arg);
+
+	return ret < 0 ? -errno : ret;
 }
 
 static inline int xp_ioctl(int fd, unsigned long cmd, void *arg)
@@ -86,9 +101,7 @@ static inline int xp_attach(int fd, xpmem_apid_t apid, off_t off, size_t size,
 /* EXT_COPY: bytes copied, or -errno. */
 static inline long xp_ext_copy(int fd, struct xpmem_ext_copy *c)
 {
-	long ret = ioctl(fd, XPMEM_CMD_EXT_COPY, c);
-
-	return ret < 0 ? -errno : ret;
+	return xp_ioctl_ret(fd, XPMEM_CMD_EXT_COPY, c);
 }
 
 static inline int xp_detach(int fd, void *addr)
@@ -114,33 +127,105 @@ static inline int xp_remove(int fd, xpmem_segid_t segid)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static sigjmp_buf probe_env;
+/*
+ * SIGBUS/SIGSEGV probes.  probe_install() sets a handler for both signals
+ * in the process; touch() then reads or writes a byte and reports the
+ * signal the access raised, in any thread.  A fault outside touch() is
+ * recorded in *crash_addr_slot (if set) and kills the process as usual.
+ */
+static __thread sigjmp_buf probe_env;
+static __thread volatile sig_atomic_t probing;
+static volatile uint64_t *crash_addr_slot;
 
-static inline void probe_handler(int sig)
+static inline void probe_fault_handler(int sig, siginfo_t *si, void *uc)
 {
-	siglongjmp(probe_env, sig);
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	(void)uc;
+	if (probing) {
+		probing = 0;
+		siglongjmp(probe_env, sig);
+	}
+	/* Not an access we expected to fault: die of it (reported). */
+	if (crash_addr_slot)
+		*crash_addr_slot = (uint64_t)(uintptr_t)si->si_addr;
+	sigaction(sig, &dfl, NULL);
+}
+
+/* Install probe_fault_handler() for SIGBUS and SIGSEGV; the old ones in @old. */
+static inline void probe_install_save(struct sigaction old[2])
+{
+	struct sigaction sa = {
+		.sa_sigaction = probe_fault_handler,
+		.sa_flags = SA_SIGINFO | SA_NODEFER,
+	};
+
+	sigaction(SIGBUS, &sa, old ? &old[0] : NULL);
+	sigaction(SIGSEGV, &sa, old ? &old[1] : NULL);
+}
+
+static inline void probe_install(void)
+{
+	probe_install_save(NULL);
+}
+
+/* Read or write one byte; 0, or the signal (SIGBUS/SIGSEGV) it raised. */
+static inline int touch(volatile uint8_t *p, int write, uint8_t v)
+{
+	int sig;
+
+	sig = sigsetjmp(probe_env, 0);
+	if (!sig) {
+		probing = 1;
+		if (write)
+			*p = v;
+		else
+			(void)*p;
+		probing = 0;
+	}
+	return sig;
+}
+
+/* Read a 64-bit word; 0 or the signal. */
+static inline int touch_read64(volatile uint64_t *p, uint64_t *out)
+{
+	int sig;
+
+	sig = sigsetjmp(probe_env, 0);
+	if (!sig) {
+		probing = 1;
+		*out = *p;
+		probing = 0;
+	}
+	return sig;
+}
+
+static inline int touch_write64(volatile uint64_t *p, uint64_t v)
+{
+	int sig;
+
+	sig = sigsetjmp(probe_env, 0);
+	if (!sig) {
+		probing = 1;
+		*p = v;
+		probing = 0;
+	}
+	return sig;
 }
 
 /*
- * Touch @p; return 0, or the signal (SIGBUS/SIGSEGV) the access raised.
- * Not thread-safe: one probe at a time per process.
+ * Touch @p with the probe handler installed only for this access; return
+ * 0, or the signal (SIGBUS/SIGSEGV) the access raised.
  */
 static inline int probe(volatile char *p, int write, char val)
 {
-	struct sigaction sa = { .sa_handler = probe_handler }, obus, osegv;
+	struct sigaction old[2];
 	int sig;
 
-	sigaction(SIGBUS, &sa, &obus);
-	sigaction(SIGSEGV, &sa, &osegv);
-	sig = sigsetjmp(probe_env, 1);
-	if (!sig) {
-		if (write)
-			*p = val;
-		else
-			(void)*p;
-	}
-	sigaction(SIGBUS, &obus, NULL);
-	sigaction(SIGSEGV, &osegv, NULL);
+	probe_install_save(old);
+	sig = touch((volatile uint8_t *)p, write, (uint8_t)val);
+	sigaction(SIGBUS, &old[0], NULL);
+	sigaction(SIGSEGV, &old[1], NULL);
 	return sig;
 }
 
@@ -183,6 +268,23 @@ static inline void *map_anon(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* @len bytes shared with fork children. */
+static inline void *map_shared(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 /* A one-byte message channel between two processes. */
 struct chan {
 	int to_child[2];
@@ -221,14 +323,23 @@ static inline int recv_msg(int fd, void *buf, size_t len)
 	return read(fd, buf, len) == (ssize_t)len ? 0 : -1;
 }
 
-/* fork(); the child dies with its parent, so a failed test leaves no
- * process holding the device or an attachment. */
+/*
+ * fork(); the child dies with its parent, so a failed test leaves no
+ * process holding the device or an attachment, and inherits no unflushed
+ * output.
+ */
 static inline pid_t fork_child(void)
 {
-	pid_t pid = fork();
+	pid_t ppid = getpid(), pid;
 
-	if (pid == 0)
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != ppid)
+			_exit(99);
+	}
 	return pid;
 }
 
@@ -244,6 +355,38 @@ static inline int wait_child(pid_t pid)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return -1;
+}
+
+/* A wait status in words: "exit 3", "signal 9 (Killed)". */
+static inline void describe_status(int st, char *buf, size_t len)
+{
+	if (WIFEXITED(st))
+		snprintf(buf, len, "exit %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, len, "signal %d (%s)", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+	else
+		snprintf(buf, len, "status 0x%x", st);
+}
+
+/*
+ * waitpid with a bound: a process stuck in the kernel (D state) must not
+ * hang the test.  pidfd + poll; returns 0 and the status, or -1 on timeout.
+ */
+static inline int wait_bounded(pid_t pid, int *status, int seconds)
+{
+	int pfd = syscall(SYS_pidfd_open, pid, 0), r;
+	struct pollfd p;
+
+	if (pfd >= 0) {
+		p.fd = pfd;
+		p.events = POLLIN;
+		r = poll(&p, 1, seconds * 1000);
+		close(pfd);
+		if (r == 0)
+			return -1;
+	}
+	return waitpid(pid, status, 0) == pid ? 0 : -1;
 }
 
 /* In a child: open the device, GET and ATTACH; 0 or a line number. */
