@@ -26,6 +26,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,6 +124,25 @@ static inline int xp_remove(int fd, xpmem_segid_t segid)
 	struct xpmem_cmd_remove c = { .segid = segid };
 
 	return xp_ioctl(fd, XPMEM_CMD_REMOVE, &c);
+}
+
+/*
+ * Whole-address-space segments are made as MPI runtimes make them: from
+ * the lowest page (WHOLE_BASE) with XPMEM_MAXADDR_SIZE, so the segment
+ * offset of an address is its distance from WHOLE_BASE.
+ */
+#define WHOLE_BASE	PAGE
+
+/* MAKE the caller's whole address space, from WHOLE_BASE to the top. */
+static inline int make_whole(int fd, int mode, xpmem_segid_t *segid)
+{
+	return xp_make(fd, (void *)WHOLE_BASE, XPMEM_MAXADDR_SIZE, mode, segid);
+}
+
+/* Offset of @addr in a segment made by make_whole(). */
+static inline off_t whole_off(const void *addr)
+{
+	return (off_t)((uintptr_t)addr - WHOLE_BASE);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -387,6 +407,103 @@ static inline int wait_bounded(pid_t pid, int *status, int seconds)
 			return -1;
 	}
 	return waitpid(pid, status, 0) == pid ? 0 : -1;
+}
+
+/*
+ * The children of one test, remembered so that the fixture's teardown can
+ * end those a failed test left: no child may hold objects into the next
+ * test's baseline.
+ */
+#define KIDS_MAX	32
+
+struct kids {
+	pid_t pid[KIDS_MAX];
+	int n;
+};
+
+/* fork_child(), remembering the child in @k. */
+static inline pid_t kids_fork(struct kids *k)
+{
+	pid_t pid = fork_child();
+
+	if (pid > 0 && k->n < KIDS_MAX)
+		k->pid[k->n++] = pid;
+	return pid;
+}
+
+/*
+ * Kill and reap the children of @k still alive.  Bounded: a child that
+ * SIGKILL cannot end within 10 s (hung in the kernel) is left behind.
+ */
+static inline void kids_reap(struct kids *k)
+{
+	int i, st, pidfd;
+
+	for (i = 0; i < k->n; i++) {
+		pid_t pid = k->pid[i];
+		struct pollfd pfd;
+
+		/* reaped already (ECHILD), or exited just now */
+		if (waitpid(pid, &st, WNOHANG) != 0)
+			continue;
+		pidfd = syscall(SYS_pidfd_open, pid, 0);
+		kill(pid, SIGKILL);
+		if (pidfd >= 0) {
+			pfd = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+			poll(&pfd, 1, 10000);
+			close(pidfd);
+		}
+		waitpid(pid, &st, WNOHANG);
+	}
+	k->n = 0;
+}
+
+/* Send descriptor @fd over the unix socket @sock (SCM_RIGHTS); 0 or -1. */
+static inline int send_fd(int sock, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char c = 'f';
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+/* Receive a descriptor sent with send_fd() (close-on-exec); it or -1. */
+static inline int recv_fd(int sock)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_level != SOL_SOCKET ||
+	    cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
 }
 
 /* In a child: open the device, GET and ATTACH; 0 or a line number. */
