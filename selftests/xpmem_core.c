@@ -985,7 +985,7 @@ TEST_F(xpmem, faults_are_batched)
 
 /*
  * A write pass over a fresh attachment of 4 KiB owner pages takes one fault
- * per window, not one more per page (issue 10): the owner-writable pages
+ * per window, not one more per page: the owner-writable pages
  * of a write fault's window are mapped writable at once.
  */
 TEST_F(xpmem, first_write_one_fault_per_window)

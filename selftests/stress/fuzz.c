@@ -1588,9 +1588,8 @@ static void op_fork(struct fz *f)
 	f->ok[f->op]++;
 }
 
-/* close and reopen the device: our segments and permits go away */
 /*
- * An attachment over its own source (issue 20): a scratch range of this
+ * An attachment over its own source: a scratch range of this
  * process is exported and unmapped, then attached without FIXED (the
  * kernel's next choice is that very hole) and moved onto its source with
  * mremap(MREMAP_FIXED); neither may land there, and a split of the
@@ -1635,6 +1634,7 @@ remove:
 	xp_remove(f->fd, segid);
 }
 
+/* close and reopen the device: our segments and permits go away */
 static void op_reopen(struct fz *f)
 {
 	int i;
