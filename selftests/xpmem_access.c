@@ -13,44 +13,11 @@
  * and check exit statuses.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <linux/futex.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <sys/ptrace.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #ifndef SYS_memfd_secret
 #define SYS_memfd_secret	447
-#endif
-#ifndef SYS_process_mrelease
-#define SYS_process_mrelease	448
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open		434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal	424
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23
-#endif
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT		21
 #endif
 
 #include "kselftest_harness.h"
