@@ -57,6 +57,8 @@ comma       := ,
 LIB_VSCRIPT := $(if $(LIB_MAP),-Wl$(comma)--version-script=$(LIB_MAP))
 PC_INS      := $(wildcard lib/xpmem.pc.in lib/cray-xpmem.pc.in)
 TEST_SRCS   := $(filter-out selftests/host_%.c,$(wildcard selftests/*.c))
+# selftests/stress/: parts of xpmem_stress in files of their own (the fuzzer)
+STRESS_SRCS := $(wildcard selftests/stress/*.c)
 HOST_SRCS   := $(wildcard selftests/lib_*.c selftests/host_*.c)
 TOOL_SRCS   := $(wildcard tools/*.c)
 
@@ -67,6 +69,7 @@ LIB_REAL    := $(B)/lib/$(LIB_SONAME).$(LIB_MINOR)
 LIB_A       := $(B)/lib/libxpmem.a
 PC_FILES    := $(PC_INS:lib/%.pc.in=$(B)/lib/pkgconfig/%.pc)
 TESTS       := $(TEST_SRCS:selftests/%.c=$(B)/selftests/%)
+STRESS_OBJS := $(STRESS_SRCS:selftests/%.c=$(B)/selftests/%.o)
 HOST_TESTS  := $(HOST_SRCS:selftests/%.c=$(B)/host/selftests/%)
 TOOLS       := $(TOOL_SRCS:tools/%.c=$(B)/tools/%)
 KSFT        := $(B)/ksft/kselftest_harness.h $(B)/ksft/kselftest.h
@@ -216,14 +219,21 @@ $(B)/lib/pkgconfig/%.pc: lib/%.pc.in $(B)/lib/pkgconfig/.vars
 	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # ---------------------------------------------------------------- selftests --
-# One .c = one statically linked binary (runs in a bare initramfs).
+# One selftests/*.c = one statically linked binary (runs in a bare
+# initramfs); xpmem_stress also links the objects of selftests/stress/.
 
 tests: $(TESTS)
 
 $(B)/selftests/%: selftests/%.c $(KSFT) $(LIB_TARGETS)
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CPPFLAGS) $(CFLAGS) -MMD -MP -MF $(@D)/.$*.d -static \
-		-o $@ $< $(if $(LIB_SRCS),$(LIB_A)) $(TEST_LIBS)
+		-o $@ $< $(filter %.o,$^) $(if $(LIB_SRCS),$(LIB_A)) $(TEST_LIBS)
+
+$(B)/selftests/xpmem_stress: $(STRESS_OBJS)
+
+$(B)/selftests/stress/%.o: selftests/stress/%.c
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # The tools are what users run: linked against the shared library, like
 # any program built against the installed one (the VM rig copies the
@@ -344,5 +354,5 @@ clean:
 distclean:
 	rm -rf $(B)
 
--include $(wildcard $(B)/lib/obj/*.d $(B)/host/lib/*.d $(B)/selftests/.*.d \
+-include $(wildcard $(B)/lib/obj/*.d $(B)/host/lib/*.d $(B)/selftests/.*.d $(B)/selftests/stress/*.d \
 	$(B)/tools/.*.d $(B)/host/selftests/.*.d)

@@ -292,6 +292,20 @@ static inline pte_t xpmem_pte_mkwrite_dirty(pte_t pte)
 #endif
 }
 
+/*
+ * A PMD read once, without its lock (pmdp_get_lockless(), 6.5; Kbuild:
+ * XPMEM_HAVE_PMDP_GET_LOCKLESS).  A PMD is one word on the 64-bit
+ * architectures the module builds for, so READ_ONCE() is the same there.
+ */
+static inline pmd_t xpmem_pmdp_get_lockless(pmd_t *pmdp)
+{
+#ifdef XPMEM_HAVE_PMDP_GET_LOCKLESS
+	return pmdp_get_lockless(pmdp);
+#else
+	return READ_ONCE(*pmdp);
+#endif
+}
+
 /* User shadow stacks (6.6): attachments never mirror them. */
 #ifndef VM_SHADOW_STACK
 #define VM_SHADOW_STACK		VM_NONE

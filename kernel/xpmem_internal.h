@@ -464,9 +464,24 @@ void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
 bool xpmem_wok_take(struct xpmem_att *att, unsigned long oaddr,
 		    unsigned long pfn);
 
+/* xpmem_map.c: a resolved window into the attacher's page tables */
+int xpmem_map_init(void);
+void xpmem_map_exit(void);
+unsigned long xpmem_hmm_pfn(unsigned long hmm_pfn);
+pmd_t *xpmem_find_pmd(struct mm_struct *mm, unsigned long addr);
+int xpmem_fault_prepare_pt(struct vm_fault *vmf);
+bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf, struct xpmem_att *att,
+			      unsigned long oaddr);
+vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
+			      const unsigned long *pfns, unsigned long npages,
+			      unsigned long fidx, bool write);
+vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long hmm_pfn,
+			       bool *zap);
+vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
+				  const unsigned long *pfns, unsigned long fidx,
+				  bool write);
+
 /* xpmem_fault.c: attacher page faults and the attachment VMAs' operations */
-int xpmem_fault_init(void);
-void xpmem_fault_exit(void);
 extern const struct vm_operations_struct xpmem_vm_ops;
 bool xpmem_vma_is_att(struct vm_area_struct *vma);
 bool xpmem_vma_mirrorable(struct vm_area_struct *vma);

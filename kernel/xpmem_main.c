@@ -562,7 +562,13 @@ static int xpmem_uring_populate(struct io_uring_cmd *ioucmd,
  * file_operations.uring_cmd: cmd_op is the ioctl number.  Runs in the
  * submitting process (inline, or in one of its io_uring workers, which
  * share its mm), so the rules of the ioctls apply as they are: another
- * process's device file is -XPMEM_ERRNO_NOPROC.
+ * process's device file is -XPMEM_ERRNO_NOPROC.  The inline issue
+ * (IO_URING_F_NONBLOCK) waits for nothing: a copy that would wait for the
+ * owner's mmap_lock, and every POPULATE, go to a worker.  There a copy
+ * waits killably for the owner's mmap_lock and moves each batch inside a
+ * revocation section (xpmem_copy.c), so REMOVE and RELEASE stop it; a
+ * POPULATE faults as the attacher would.  Never called with a core mm
+ * lock held.
  *
  * Return: what the ioctl would return, -EAGAIN to be issued again from
  * a worker (io_uring then copies the command area, which holds only the
@@ -623,12 +629,12 @@ static int __init xpmem_init(void)
 	ret = xpmem_mirror_init();
 	if (ret)
 		goto exit_permit;
-	ret = xpmem_fault_init();
+	ret = xpmem_map_init();
 	if (ret)
 		goto exit_mirror;
 	ret = xpmem_proc_init();
 	if (ret)
-		goto exit_fault;
+		goto exit_map;
 	ret = misc_register(&xpmem_dev);
 	if (ret)
 		goto exit_proc;
@@ -636,8 +642,8 @@ static int __init xpmem_init(void)
 
 exit_proc:
 	xpmem_proc_exit();
-exit_fault:
-	xpmem_fault_exit();
+exit_map:
+	xpmem_map_exit();
 exit_mirror:
 	xpmem_mirror_exit();
 exit_permit:
@@ -653,7 +659,7 @@ static void __exit xpmem_exit(void)
 {
 	misc_deregister(&xpmem_dev);
 	xpmem_proc_exit();
-	xpmem_fault_exit();
+	xpmem_map_exit();
 	xpmem_mirror_exit();
 	xpmem_permit_exit();
 	xpmem_seg_exit();

@@ -542,6 +542,12 @@ static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
  * be resolved
  * @win: a listed window
  *
+ * Waits, killably, only for the owner's invalidations in flight that
+ * overlap the window (or, if the record was lost, uninterruptibly in
+ * mmu_interval_read_begin(), which is always correct); takes att->lock
+ * briefly.  Called from the fault with the owner's mmap_lock held for
+ * reading, never from a notifier.
+ *
  * Context: may sleep; no att->lock held.
  * Return: 0, or -EINTR on a fatal signal.
  */

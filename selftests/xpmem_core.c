@@ -863,39 +863,6 @@ TEST_F(xpmem, private_futex_on_anon)
 	ASSERT_COUNTERS_AT_BASE();
 }
 
-/* Segments live in their IPC namespace. */
-TEST_F(xpmem, other_ipc_namespace)
-{
-	xpmem_segid_t segid;
-	char *buf;
-	pid_t pid;
-
-	buf = map_anon(PAGE);
-	ASSERT_NE(NULL, buf);
-	ASSERT_EQ(0, xp_make(self->fd, buf, PAGE, 0666, &segid));
-	pid = fork_child();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		xpmem_apid_t apid;
-		int fd;
-
-		fd = xp_open();
-		if (fd < 0 || xp_get(fd, segid, XPMEM_RDONLY, &apid))
-			_exit(1);	/* same namespace: visible */
-		if (unshare(CLONE_NEWIPC))
-			_exit(2);
-		fd = xp_open();
-		if (fd < 0)
-			_exit(3);
-		_exit(xp_get(fd, segid, XPMEM_RDONLY, &apid) == -ENOENT ? 0 :
-		      4);
-	}
-	ASSERT_EQ(0, wait_child(pid));
-	ASSERT_EQ(0, xp_remove(self->fd, segid));
-	ASSERT_COUNTERS_AT_BASE();
-	munmap(buf, PAGE);
-}
-
 /* 1000 attach/touch/detach cycles leave the object counters unchanged. */
 TEST_F(xpmem, attach_detach_cycles)
 {
@@ -1018,7 +985,7 @@ TEST_F(xpmem, faults_are_batched)
 
 /*
  * A write pass over a fresh attachment of 4 KiB owner pages takes one fault
- * per window, not one more per page (issue 10): the owner-writable pages
+ * per window, not one more per page: the owner-writable pages
  * of a write fault's window are mapped writable at once.
  */
 TEST_F(xpmem, first_write_one_fault_per_window)

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * xpmem_limits - the object limits are per user, objects are referenced
- * before they are published, and the id and key tables hold many objects
- * (issue 20, item 6).
+ * before they are published, and the id and key tables hold many objects.
  *
  * Runs as root inside the test VM with the module loaded (skips without
  * it).  The users alice, bob and carol (uid/gid 1000, 1001, 1002) exist
@@ -259,8 +258,8 @@ static int other_user_makes_n(uid_t uid)
 /*
  * max_segments counts a user's segments across all its opens of
  * /dev/xpmem and all its processes: with the limit at N, alice's (N+1)th
- * segment is ENOSPC on a descriptor that has none yet, and in another
- * process of hers; bob and root are unaffected; REMOVE and the close of a
+ * segment (a page, a keyed one or her whole address space) is ENOSPC on a
+ * descriptor that has none yet, and in another process of hers; bob and root are unaffected; REMOVE and the close of a
  * descriptor (which removes its segments) give room back.
  */
 TEST_F(limits, segments_per_user_across_opens)
@@ -296,6 +295,8 @@ TEST_F(limits, segments_per_user_across_opens)
 			_exit(20);
 		if (ext_make_key(fd[N], buf, PAGE, "lim-seg", &extra) != -ENOSPC)
 			_exit(21);
+		if (make_whole(fd[N], 0600, &extra) != -ENOSPC)
+			_exit(23);
 		/* another process of alice's: no room either */
 		pid = fork();
 		if (pid == 0) {

@@ -19,20 +19,6 @@
 /* A window big enough that a split in its middle splits a PMD range. */
 #define WIN		(8UL << 20)
 
-/* whole-address-space segments: offset = address - WHOLE_BASE */
-#define WHOLE_BASE	PAGE
-
-static int make_whole(int fd, xpmem_segid_t *segid)
-{
-	return xp_make(fd, (void *)WHOLE_BASE, XPMEM_MAXADDR_SIZE, 0600,
-		       segid);
-}
-
-static off_t whole_off(const void *addr)
-{
-	return (off_t)((uintptr_t)addr - WHOLE_BASE);
-}
-
 static int overlaps(const void *a, size_t alen, const void *b, size_t blen)
 {
 	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
@@ -71,7 +57,7 @@ TEST_F(placement, non_fixed_self_attach_lands_off_source)
 	xpmem_apid_t apid;
 	void *va, *va2;
 
-	ASSERT_EQ(0, make_whole(self->fd, &segid));
+	ASSERT_EQ(0, make_whole(self->fd, 0600, &segid));
 	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
 	ASSERT_EQ(0, xp_attach(self->fd, apid, PAGE, WIN, NULL, &va));
 	ASSERT_EQ(0, xp_detach(self->fd, va));
@@ -104,7 +90,7 @@ TEST_F(placement, non_fixed_self_attach_repeated)
 	void *src, *va;
 	int i;
 
-	ASSERT_EQ(0, make_whole(self->fd, &segid));
+	ASSERT_EQ(0, make_whole(self->fd, 0600, &segid));
 	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
 	for (i = 0; i < 16; i++) {
 		src = mmap(NULL, WIN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -137,7 +123,7 @@ TEST_F(placement, mremap_onto_own_source_refused)
 	src = map_anon(WIN);
 	ASSERT_NE(NULL, src);
 	memset(src, 's', WIN);
-	ASSERT_EQ(0, make_whole(self->fd, &segid));
+	ASSERT_EQ(0, make_whole(self->fd, 0600, &segid));
 	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
 	ASSERT_EQ(0, xp_attach(self->fd, apid, whole_off(src), WIN, NULL,
 			       (void **)&va));
@@ -245,7 +231,7 @@ static int cycle_rounds(int fd, struct chan *c, int rounds)
 	if (r == MAP_FAILED)
 		return 1;
 	me.r = (uintptr_t)r;
-	if (make_whole(fd, &me.segid) ||
+	if (make_whole(fd, 0600, &me.segid) ||
 	    send_msg(c->to_parent[1], &me, sizeof(me)) ||
 	    recv_msg(c->to_child[0], &peer, sizeof(peer)) ||
 	    xp_get(fd, peer.segid, XPMEM_RDWR, &apid))

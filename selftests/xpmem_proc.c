@@ -2,14 +2,13 @@
 /*
  * xpmem_proc - the per-thread-group files /proc/xpmem/<tgid> and
  * /proc/xpmem-objects/<tgid> live and die with the thread group that
- * opened /dev/xpmem, never with its pid number (issue 20, item 4).
+ * opened /dev/xpmem, never with its pid number.
  *
  * A device file outlives its opener when another process holds it (passed
- * over SCM_RIGHTS, inherited by a fork child, a shared descriptor table).
- * Keyed by the number, the opener's files stayed after it exited, still
- * owned by its uid; a process of another user that later got the same pid
- * number and opened the device had its segments listed in them, where the
- * first user could read segid, address and size and attach a 0666 segment.
+ * over SCM_RIGHTS, inherited by a fork child, a shared descriptor table):
+ * the opener's files go when it exits, and a process of another user that
+ * later gets the same pid number gets files of its own, which the first
+ * user cannot read.
  *
  * Runs as root in the test VM (users alice/bob, uid/gid 1000/1001);
  * skips without the module.  Children are forked, or cloned with clone3()
@@ -126,54 +125,6 @@ static int lists_segment(const char *buf, xpmem_segid_t segid)
 	snprintf(want, sizeof(want), "segment %#llx ",
 		 (unsigned long long)segid);
 	return strstr(buf, want) != NULL;
-}
-
-/* Send descriptor @fd over the unix socket @sock; 0 or -1. */
-static int send_fd(int sock, int fd)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	char c = 'f';
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-/* Receive a descriptor sent with send_fd(); the new fd or -1. */
-static int recv_fd(int sock)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	char c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_level != SOL_SOCKET ||
-	    cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
 }
 
 /*

@@ -3,7 +3,8 @@
  * xpmem_stress - adversarial stress of xpmem.ko
  *
  *   fuzz              seeded multi-process ioctl fuzzer with memory operations
- *                     on both sides (ids shared between processes)
+ *                     on both sides (ids shared between processes); the
+ *                     workers are in stress/fuzz.c
  *   kill_storm        owner/attacher lifecycles SIGKILLed at random points
  *   owner_churn_*     attacher threads fault while the owner munmaps, mremaps,
  *                     mprotects, forks and exits and another thread detaches
@@ -36,46 +37,31 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <grp.h>
-#include <sys/auxv.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <liburing.h>
-
 #include "kselftest_harness.h"
-#include "xpmem_sysfs.h"
-#include "xpmem_uapi.h"
+#include "xpmem_test.h"
+#include "stress/fuzz.h"
+#include "stress/stress.h"
 
-#define PG		4096UL
 /* Bound on the wait for deferred teardown to bring the counters back. */
 #define SETTLE_SECONDS	30
-
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE	25
-#endif
-#ifndef SYS_memfd_secret
-#define SYS_memfd_secret 447
-#endif
 
 /* ---- settings ----------------------------------------------------------- */
 
@@ -183,142 +169,6 @@ static void __attribute__((format(printf, 1, 2))) note(const char *fmt, ...)
 	fflush(stdout);
 }
 
-/* ---- random numbers ----------------------------------------------------- */
-
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* splitmix64 */
-static uint64_t rnd64(struct rng *r)
-{
-	r->s += 0x9e3779b97f4a7c15ULL;
-	return mix64(r->s);
-}
-
-static unsigned long rnd(struct rng *r, unsigned long n)
-{
-	return n ? rnd64(r) % n : 0;
-}
-
-static int chance(struct rng *r, unsigned int pct)
-{
-	return rnd(r, 100) < pct;
-}
-
-static void rng_init(struct rng *r, uint64_t seed, uint64_t stream)
-{
-	r->s = mix64(seed ^ mix64(stream + 1));
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-/* ---- the device --------------------------------------------------------- */
-
-static int xp_open(void)
-{
-	return open(XPMEM_DEV_PATH, O_RDWR | O_CLOEXEC);
-}
-
-/* ioctl: the (non-negative) result or -errno */
-static long xp_ioctl(int fd, unsigned long cmd, void *arg)
-{
-	long r = ioctl(fd, cmd, arg);
-
-	return r < 0 ? -errno : r;
-}
-
-static long xp_make(int fd, uint64_t vaddr, size_t size, uint64_t mode,
-		    int64_t *segid)
-{
-	struct xpmem_cmd_make c = {
-		.vaddr = vaddr, .size = size,
-		.permit_type = XPMEM_PERMIT_MODE, .permit_value = mode,
-	};
-	long r = xp_ioctl(fd, XPMEM_CMD_MAKE, &c);
-
-	*segid = r ? -1 : c.segid;
-	return r;
-}
-
-static long xp_get(int fd, int64_t segid, int flags, int64_t *apid)
-{
-	struct xpmem_cmd_get c = {
-		.segid = segid, .flags = flags,
-		.permit_type = XPMEM_PERMIT_MODE,
-	};
-	long r = xp_ioctl(fd, XPMEM_CMD_GET, &c);
-
-	*apid = r ? -1 : c.apid;
-	return r;
-}
-
-static long xp_attach(int fd, int64_t apid, uint64_t off, size_t size,
-		      uint64_t want, uint64_t *out)
-{
-	struct xpmem_cmd_attach c = {
-		.apid = apid, .offset = (off_t)off, .size = size,
-		.vaddr = want, .fd = fd,
-	};
-	long r = xp_ioctl(fd, XPMEM_CMD_ATTACH, &c);
-
-	*out = r ? 0 : c.vaddr;
-	return r;
-}
-
-static long xp_detach(int fd, uint64_t addr)
-{
-	struct xpmem_cmd_detach c = { .vaddr = addr };
-
-	return xp_ioctl(fd, XPMEM_CMD_DETACH, &c);
-}
-
-static long xp_release(int fd, int64_t apid)
-{
-	struct xpmem_cmd_release c = { .apid = apid };
-
-	return xp_ioctl(fd, XPMEM_CMD_RELEASE, &c);
-}
-
-static long xp_remove(int fd, int64_t segid)
-{
-	struct xpmem_cmd_remove c = { .segid = segid };
-
-	return xp_ioctl(fd, XPMEM_CMD_REMOVE, &c);
-}
-
-/*
- * errnos a failing call may return: argument, permission, lookup, memory
- * and limit errors, and the classic NOPROC.  Anything else (EIO, a
- * kernel-internal code such as ERESTARTSYS or EBADE, ...) is a bug.
- */
-static int clean_errno(long e)
-{
-	switch (-e) {
-	case EINVAL: case ENOENT: case EACCES: case EPERM: case EFAULT:
-	case ENOMEM: case ENOTTY: case EBUSY: case EEXIST: case EAGAIN:
-	case ENOSPC: case EMFILE: case ENFILE: case EDQUOT: case EOVERFLOW:
-	case E2BIG: case ERANGE: case ENXIO: case ENODEV: case EOPNOTSUPP:
-	case ELOOP: case ESRCH: case EINTR: case EDEADLK:
-	case XPMEM_ERRNO_NOPROC:
-		return 1;
-	}
-	return 0;
-}
-
 /* ---- object counters ---------------------------------------------------- */
 
 static const char *const counter_names[3] = {
@@ -371,131 +221,7 @@ static int counters_settle(const long base[3], long now[3], double *waited)
 	ASSERT_EQ(0, __r);						\
 } while (0)
 
-/* ---- SIGBUS/SIGSEGV probes ---------------------------------------------- */
-
-static __thread sigjmp_buf probe_env;
-static __thread volatile sig_atomic_t probing;
-/* Where an unexpected fault is recorded before the process dies of it. */
-static volatile uint64_t *crash_addr_slot;
-
-static void fault_handler(int sig, siginfo_t *si, void *uc)
-{
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-
-	(void)uc;
-	if (probing) {
-		probing = 0;
-		siglongjmp(probe_env, sig);
-	}
-	/* Not an access we expected to fault: die of it (reported). */
-	if (crash_addr_slot)
-		*crash_addr_slot = (uint64_t)(uintptr_t)si->si_addr;
-	sigaction(sig, &dfl, NULL);
-}
-
-static void probe_install(void)
-{
-	struct sigaction sa = {
-		.sa_sigaction = fault_handler,
-		.sa_flags = SA_SIGINFO | SA_NODEFER,
-	};
-
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGSEGV, &sa, NULL);
-}
-
-/* Read or write one byte; 0, or the signal (SIGBUS/SIGSEGV) it raised. */
-static int touch(volatile uint8_t *p, int write, uint8_t v)
-{
-	int sig;
-
-	sig = sigsetjmp(probe_env, 0);
-	if (!sig) {
-		probing = 1;
-		if (write)
-			*p = v;
-		else
-			(void)*p;
-		probing = 0;
-	}
-	return sig;
-}
-
-/* Read a 64-bit word; 0 or the signal. */
-static int touch_read64(volatile uint64_t *p, uint64_t *out)
-{
-	int sig;
-
-	sig = sigsetjmp(probe_env, 0);
-	if (!sig) {
-		probing = 1;
-		*out = *p;
-		probing = 0;
-	}
-	return sig;
-}
-
-static int touch_write64(volatile uint64_t *p, uint64_t v)
-{
-	int sig;
-
-	sig = sigsetjmp(probe_env, 0);
-	if (!sig) {
-		probing = 1;
-		*p = v;
-		probing = 0;
-	}
-	return sig;
-}
-
 /* ---- processes ---------------------------------------------------------- */
-
-/* fork(); the child dies with its parent and flushes nothing inherited. */
-static pid_t fork_child(void)
-{
-	pid_t ppid = getpid(), pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != ppid)
-			_exit(99);
-	}
-	return pid;
-}
-
-static void describe_status(int st, char *buf, size_t len)
-{
-	if (WIFEXITED(st))
-		snprintf(buf, len, "exit %d", WEXITSTATUS(st));
-	else if (WIFSIGNALED(st))
-		snprintf(buf, len, "signal %d (%s)", WTERMSIG(st),
-			 strsignal(WTERMSIG(st)));
-	else
-		snprintf(buf, len, "status 0x%x", st);
-}
-
-/*
- * waitpid with a bound: a process stuck in the kernel (D state) must not
- * hang the test.  pidfd + poll; returns 0 and the status, or -1 on timeout.
- */
-static int wait_bounded(pid_t pid, int *status, int seconds)
-{
-	int pfd = syscall(SYS_pidfd_open, pid, 0), r;
-	struct pollfd p;
-
-	if (pfd >= 0) {
-		p.fd = pfd;
-		p.events = POLLIN;
-		r = poll(&p, 1, seconds * 1000);
-		close(pfd);
-		if (r == 0)
-			return -1;
-	}
-	return waitpid(pid, status, 0) == pid ? 0 : -1;
-}
 
 /* SIGKILL and reap every pid in @pids (> 0); how many could not be reaped. */
 static int kill_and_reap(pid_t *pids, int n)
@@ -521,14 +247,6 @@ static int kill_and_reap(pid_t *pids, int n)
 		pids[i] = 0;
 	}
 	return stuck;
-}
-
-static void *map_shared(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
 }
 
 /* A PROT_NONE reservation of @len bytes aligned to @align. */
@@ -581,2095 +299,10 @@ FIXTURE_TEARDOWN(stress)
 }
 
 /* ==== 1. fuzz ============================================================ */
-
-/*
- * N worker processes, forked after the test process reserved an arena (so
- * the arena is at the same address in every worker), share a table of ids
- * and addresses in MAP_SHARED memory and call random operations on them:
- * their own and each other's segments and permits, removed and released
- * ids, guessed ids, garbage structs and argument pointers, fixed attach
- * addresses over everything inside the arena, and memory operations on
- * both sides.
- *
- * Every MAP_FIXED the fuzzer issues stays inside its arena (kernel
- * addresses aside, which cannot map), so the fuzzer's code, stack and heap
- * are never replaced.  Each worker keeps a model of its arena, page by
- * page, that says what may be written: its own memory, and attachments
- * whose owner-side range lies inside the owner's arena.  Writable
- * attachments of anything outside an arena are only ever mapped outside
- * the arenas, so no chain of attachments leads a write out of an arena.
- */
-
-#define FZ_PAGES	4096UL			/* 16 MiB arena */
-#define FZ_ARENA	(FZ_PAGES * PG)
-#define FZ_SLOTS	64
-#define FZ_MAXPROCS	16
-#define FZ_PERMS	24
-#define FZ_ATTS		64
-#define FZ_SEGS		16
-#define FZ_SECRET_PAGES	16
-#define FZ_TOP		0x7ffffffff000ULL	/* 47-bit user space */
-#define KADDR		0xffff888000000000ULL	/* the direct map */
-
-enum fz_op {
-	FZ_MAKE, FZ_MAKE_BAD, FZ_REMOVE, FZ_GET, FZ_RELEASE, FZ_ATTACH,
-	FZ_DETACH, FZ_JUNK, FZ_TOUCH, FZ_MMAP, FZ_MUNMAP, FZ_MREMAP,
-	FZ_MPROTECT, FZ_MADVISE, FZ_GUP, FZ_FORK, FZ_REOPEN, FZ_PROC, FZ_COPY,
-	FZ_SELFPLACE, FZ_NOPS
-};
-
-static const char *const fz_names[FZ_NOPS] = {
-	"make", "make-bad", "remove", "get", "release", "attach", "detach",
-	"junk-ioctl", "touch", "mmap", "munmap", "mremap", "mprotect",
-	"madvise", "gup", "fork", "reopen", "proc-read", "copy", "self-place",
-};
-
-/*
- * Per mille.  fork is drawn separately, at 0.5 per mille: it costs ~0.5 s
- * on the debug kernel under TCG; mmap and touch (faults) come next.
- */
-static const unsigned short fz_weight[FZ_NOPS] = {
-	70, 60, 55, 110, 45, 100, 68, 60, 127, 40, 35, 25, 40, 60, 40, 0, 2, 20,
-	40, 3,
-};
-
-struct fz_segslot {
-	int64_t segid;
-	uint64_t vaddr, size;
-	int32_t pid, uid, gid, mode, removed;
-};
-
-struct fz_apidslot {
-	int64_t apid;
-	int32_t pid, released;
-};
-
-struct fz_procinfo {
-	int32_t pid, uid;
-	uint64_t addr[5];		/* stack, text, data, heap, vdso */
-	volatile int32_t op;
-	volatile int64_t opi;
-};
-
-struct fz_shared {
-	int lock;
-	struct fz_segslot segs[FZ_SLOTS];
-	struct fz_apidslot apids[FZ_SLOTS];
-	uint64_t addrs[FZ_SLOTS];
-	struct fz_procinfo procs[FZ_MAXPROCS];
-	long ops[FZ_NOPS], ok[FZ_NOPS], ns[FZ_NOPS];
-	long touches, sigbus, sigsegv, refused, selfmaps, forks, child_touches;
-	long ext_attaches, ext_makes, ext_gets, ext_copies, uring_cmds;
-	int secretmem;
-	uint64_t crash_addr[FZ_MAXPROCS];
-	int failed;
-	char fail[640];
-};
-
-enum { PK_RESV, PK_PRIV, PK_SHARED, PK_MEMFD, PK_SECRET, PK_ATT };
-
-struct fz_perm {
-	int used;
-	int64_t apid, segid;
-	uint64_t svaddr, slen;		/* the segment, as its owner made it */
-	int32_t spid;			/* owner, 0 if unknown */
-	int rdwr;
-};
-
-struct fz_att {
-	int used;
-	int perm;
-	int writable, safe;		/* safe: owner range inside the arena */
-	long pages;			/* arena pages mapping it */
-	uint64_t oaddr, olen;		/* mapped outside the arena */
-};
-
-struct fz_seg {
-	int used;
-	int64_t segid;
-	uint64_t vaddr, size;
-	int slot;
-};
-
-struct fz {
-	struct rng r;
-	struct fz_shared *sh;
-	int id, fd, uid, gid;
-	pid_t pid;
-	uint8_t *arena;
-	uint8_t kind[FZ_PAGES], prot[FZ_PAGES], inh[FZ_PAGES];
-	int8_t att[FZ_PAGES];
-	uint32_t hist[FZ_PAGES][4];	/* last changes: op # << 8 | what */
-	struct fz_perm perm[FZ_PERMS];
-	struct fz_att atts[FZ_ATTS];
-	struct fz_seg seg[FZ_SEGS];
-	int64_t dead[16];
-	int ndead;
-	uint8_t *scr;			/* [0] rw, [1] PROT_NONE, [2] ro */
-	uint8_t *buf;			/* 4 pages for gup ops */
-	int memfd, secretfd, tmpfd, pfd[2];
-	int op;
-	long opi;
-	long ops[FZ_NOPS], ok[FZ_NOPS], ns[FZ_NOPS];
-	long touches, sigbus, sigsegv, refused, selfmaps, forks;
-	long ext_attaches, ext_makes, ext_gets, ext_copies, uring_cmds;
-	struct io_uring ring;
-	int have_ring, have_fixed;
-};
-
-static struct fz F;
-
-static void sh_lock(int *l)
-{
-	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-		sched_yield();
-}
-
-static void sh_unlock(int *l)
-{
-	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
-static void __attribute__((noreturn, format(printf, 2, 3)))
-fz_fail(struct fz *f, const char *fmt, ...)
-{
-	struct fz_shared *sh = f->sh;
-	va_list ap;
-	int n;
-
-	sh_lock(&sh->lock);
-	if (!sh->failed) {
-		sh->failed = 1;
-		n = snprintf(sh->fail, sizeof(sh->fail),
-			     "worker %d (pid %d, uid %d) op #%ld (%s): ", f->id,
-			     f->pid, f->uid, f->opi, fz_names[f->op]);
-		va_start(ap, fmt);
-		vsnprintf(sh->fail + n, sizeof(sh->fail) - n, fmt, ap);
-		va_end(ap);
-	}
-	sh_unlock(&sh->lock);
-	_exit(10);
-}
-
-/* A failing call must fail cleanly; a call that must fail must not pass. */
-static void fz_check(struct fz *f, long r, int must_fail, const char *what)
-{
-	if (r < 0 && !clean_errno(r))
-		fz_fail(f, "%s: unexpected errno %ld (%s)", what, -r,
-			strerror(-r));
-	if (r >= 0 && must_fail)
-		fz_fail(f, "%s: accepted, must fail", what);
-	if (r < 0 && must_fail)
-		f->refused++;
-	if (r >= 0)
-		f->ok[f->op]++;
-}
-
-static uint8_t *pg_addr(struct fz *f, unsigned long p)
-{
-	return f->arena + p * PG;
-}
-
-static int in_arena(struct fz *f, uint64_t a, uint64_t len)
-{
-	uint64_t lo = (uintptr_t)f->arena;
-
-	return a >= lo && len <= FZ_ARENA && a - lo <= FZ_ARENA - len;
-}
-
-/* History of a page's model, for failure messages. */
-static void fz_hist(struct fz *f, unsigned long p, char what)
-{
-	memmove(&f->hist[p][1], &f->hist[p][0], 3 * sizeof(f->hist[p][0]));
-	f->hist[p][0] = (uint32_t)f->opi << 8 | (uint8_t)what;
-}
-
-static const char *fz_hist_str(struct fz *f, unsigned long p)
-{
-	static char buf[96];
-	int i, n = 0;
-
-	buf[0] = 0;
-	for (i = 0; i < 4 && f->hist[p][i]; i++)
-		n += snprintf(buf + n, sizeof(buf) - n, " %c@%u",
-			      (char)(f->hist[p][i] & 0xff), f->hist[p][i] >> 8);
-	return buf;
-}
-
-/* Set the model of arena pages [p, p + n). */
-static void fz_set(struct fz *f, unsigned long p, unsigned long n, int kind,
-		   int prot, int att)
-{
-	unsigned long i;
-
-	for (i = p; i < p + n; i++) {
-		if (f->kind[i] == PK_ATT)
-			f->atts[f->att[i]].pages--;
-		f->kind[i] = kind;
-		f->prot[i] = prot;
-		f->att[i] = kind == PK_ATT ? att : -1;
-		/* attachments are VM_DONTCOPY; everything else is inherited */
-		f->inh[i] = kind != PK_ATT;
-		fz_hist(f, i, 'a' + kind);
-		if (kind == PK_ATT)
-			f->atts[att].pages++;
-	}
-}
-
-/* munmap arena pages [p, p + n) and put the PROT_NONE reservation back. */
-static void fz_reset(struct fz *f, unsigned long p, unsigned long n)
-{
-	uint8_t *a = pg_addr(f, p);
-
-	if (!n)
-		return;
-	if (munmap(a, n * PG) ||
-	    mmap(a, n * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-		 MAP_NORESERVE | MAP_FIXED, -1, 0) != a)
-		fz_fail(f, "cannot reset arena pages %lu+%lu: %s", p, n,
-			strerror(errno));
-	fz_set(f, p, n, PK_RESV, PROT_NONE, -1);
-}
-
-/* Forget attachment @ai after the kernel unmapped it (or unmap it). */
-static void fz_att_gone(struct fz *f, int ai, int do_unmap)
-{
-	struct fz_att *a = &f->atts[ai];
-	unsigned long p, q;
-
-	for (p = 0; p < FZ_PAGES && a->pages; p = q) {
-		if (f->kind[p] != PK_ATT || f->att[p] != ai) {
-			q = p + 1;
-			continue;
-		}
-		for (q = p; q < FZ_PAGES && f->kind[q] == PK_ATT &&
-		     f->att[q] == ai; q++)
-			;
-		fz_reset(f, p, q - p);
-	}
-	if (a->olen && do_unmap)
-		munmap((void *)(uintptr_t)a->oaddr, a->olen * PG);
-	memset(a, 0, sizeof(*a));
-}
-
-static int fz_att_alloc(struct fz *f)
-{
-	int i;
-
-	for (i = 0; i < FZ_ATTS; i++)
-		if (f->atts[i].used && !f->atts[i].pages && !f->atts[i].olen)
-			memset(&f->atts[i], 0, sizeof(f->atts[i]));
-	for (i = 0; i < FZ_ATTS; i++)
-		if (!f->atts[i].used)
-			return i;
-	return -1;
-}
-
-/* A random range: mostly small, sometimes large. */
-static void fz_range(struct fz *f, unsigned long *p, unsigned long *n)
-{
-	unsigned long len = chance(&f->r, 40) ? 1 : chance(&f->r, 80) ?
-			    1 + rnd(&f->r, 16) : 1 + rnd(&f->r, 512);
-
-	*p = rnd(&f->r, FZ_PAGES);
-	if (*p + len > FZ_PAGES)
-		len = FZ_PAGES - *p;
-	*n = len;
-}
-
-/* A random page whose model satisfies @kind (-1: anything but RESV). */
-static long fz_find(struct fz *f, int kind, int ai)
-{
-	unsigned long start = rnd(&f->r, FZ_PAGES), i, p;
-
-	for (i = 0; i < FZ_PAGES; i++) {
-		p = (start + i) % FZ_PAGES;
-		if (kind < 0 ? f->kind[p] != PK_RESV :
-		    f->kind[p] == kind && (ai < 0 || f->att[p] == ai))
-			return p;
-	}
-	return -1;
-}
-
-static int fz_write_ok(struct fz *f, unsigned long p)
-{
-	if (!(f->prot[p] & PROT_WRITE))
-		return 0;
-	if (f->kind[p] == PK_ATT)
-		return f->atts[f->att[p]].writable && f->atts[f->att[p]].safe;
-	return f->kind[p] != PK_RESV;
-}
-
-/* ---- argument pointers ---- */
-
-enum { ARG_OK, ARG_NULL, ARG_KERNEL, ARG_NONE, ARG_STRADDLE, ARG_RO, ARG_N };
-
-static int fz_argmode(struct fz *f)
-{
-	return chance(&f->r, 5) ? 1 + (int)rnd(&f->r, ARG_N - 1) : ARG_OK;
-}
-
-static void *fz_arg(struct fz *f, int mode, const void *cmd, size_t len)
-{
-	switch (mode) {
-	case ARG_NULL:
-		return (void *)(uintptr_t)(rnd(&f->r, 2) * 16);
-	case ARG_KERNEL:
-		return (void *)(uintptr_t)(KADDR + rnd(&f->r, 1024) * PG);
-	case ARG_NONE:
-		return f->scr + PG;
-	case ARG_STRADDLE:
-		memcpy(f->scr + PG - len / 2, cmd, len / 2);
-		return f->scr + PG - len / 2;
-	case ARG_RO:
-		mprotect(f->scr + 2 * PG, PG, PROT_READ | PROT_WRITE);
-		memcpy(f->scr + 2 * PG, cmd, len);
-		mprotect(f->scr + 2 * PG, PG, PROT_READ);
-		return f->scr + 2 * PG;
-	}
-	return (void *)cmd;
-}
-
-/* ---- the shared table ---- */
-
-static void fz_publish_seg(struct fz *f, struct fz_seg *s, uint64_t mode)
-{
-	struct fz_segslot *e;
-
-	s->slot = rnd(&f->r, FZ_SLOTS);
-	sh_lock(&f->sh->lock);
-	e = &f->sh->segs[s->slot];
-	e->segid = s->segid;
-	e->vaddr = s->vaddr;
-	e->size = s->size;
-	e->pid = f->pid;
-	e->uid = f->uid;
-	e->gid = f->gid;
-	e->mode = mode;
-	e->removed = 0;
-	sh_unlock(&f->sh->lock);
-}
-
-/* After REMOVE (or close) returned: nobody may GET it any more. */
-static void fz_seg_removed(struct fz *f, int si)
-{
-	struct fz_seg *s = &f->seg[si];
-
-	sh_lock(&f->sh->lock);
-	if (f->sh->segs[s->slot].segid == s->segid)
-		f->sh->segs[s->slot].removed = 1;
-	sh_unlock(&f->sh->lock);
-	memset(s, 0, sizeof(*s));
-}
-
-static void fz_perm_released(struct fz *f, int pi)
-{
-	struct fz_perm *pm = &f->perm[pi];
-	int i;
-
-	sh_lock(&f->sh->lock);
-	for (i = 0; i < FZ_SLOTS; i++)
-		if (f->sh->apids[i].apid == pm->apid)
-			f->sh->apids[i].released = 1;
-	sh_unlock(&f->sh->lock);
-	f->dead[f->ndead++ % 16] = pm->apid;
-	/* RELEASE munmapped every attachment made through the permit */
-	for (i = 0; i < FZ_ATTS; i++)
-		if (f->atts[i].used && f->atts[i].perm == pi)
-			fz_att_gone(f, i, 0);
-	memset(pm, 0, sizeof(*pm));
-}
-
-static int fz_own_seg(struct fz *f, int64_t segid)
-{
-	int i;
-
-	for (i = 0; i < FZ_SEGS; i++)
-		if (f->seg[i].used && f->seg[i].segid == segid)
-			return i;
-	return -1;
-}
-
-static int fz_own_perm(struct fz *f, int64_t apid)
-{
-	int i;
-
-	for (i = 0; i < FZ_PERMS; i++)
-		if (f->perm[i].used && f->perm[i].apid == apid)
-			return i;
-	return -1;
-}
-
-static int fz_pick_used(struct fz *f, int n, size_t stride, const void *base)
-{
-	int start = rnd(&f->r, n), i;
-
-	for (i = 0; i < n; i++) {
-		const int *used = (const void *)((const char *)base +
-					((start + i) % n) * stride);
-		if (*used)
-			return (start + i) % n;
-	}
-	return -1;
-}
-
-#define FZ_PICK(f, arr) \
-	fz_pick_used(f, sizeof(arr) / sizeof(arr[0]), sizeof(arr[0]), arr)
-
-static int64_t fz_guess(struct fz *f)
-{
-	int64_t known = f->sh->segs[rnd(&f->r, FZ_SLOTS)].segid;
-
-	switch (rnd(&f->r, 4)) {
-	case 0:
-		return (int64_t)(rnd64(&f->r) >> 1);
-	case 1:
-		return known + 1;
-	case 2:
-		return known ^ (1LL << rnd(&f->r, 62));
-	}
-	return 1 + (int64_t)rnd(&f->r, 1 << 20);
-}
-
-static int fz_id_known(struct fz *f, int64_t id)
-{
-	int i;
-
-	for (i = 0; i < FZ_SLOTS; i++)
-		if (f->sh->segs[i].segid == id || f->sh->apids[i].apid == id)
-			return 1;
-	return 0;
-}
-
-/* ---- ioctl operations ---- */
-
-static void op_remove_own(struct fz *f, int si)
-{
-	long r = xp_remove(f->fd, f->seg[si].segid);
-
-	if (r)
-		fz_fail(f, "REMOVE of own live segment: %s", strerror(-r));
-	fz_seg_removed(f, si);
-}
-
-/*
- * EXT_MAKE/EXT_GET options drawn from small sets, so that keys collide
- * and authorization keys are sometimes right: key "fzk0".."fzk7", secret
- * "fzs0" or "fzs1".
- */
-static void fz_key(struct fz *f, uint8_t *key, uint32_t *len)
-{
-	*len = (uint32_t)snprintf((char *)key, XPMEM_EXT_KEY_MAX, "fzk%u",
-				  (unsigned int)rnd(&f->r, 8));
-}
-
-static void fz_auth(struct fz *f, uint8_t *auth, uint32_t *len)
-{
-	*len = (uint32_t)snprintf((char *)auth, XPMEM_EXT_AUTH_MAX, "fzs%u",
-				  (unsigned int)rnd(&f->r, 2));
-}
-
-/* MAKE through EXT_MAKE with random options; @bad: a malformed one. */
-static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
-			int am)
-{
-	struct xpmem_ext_make x = {
-		.vaddr = c->vaddr, .size = c->size,
-		.mode = (uint32_t)c->permit_value,
-	};
-	struct xpmem_ext_iov iov[4];
-	long r;
-
-	/*
-	 * Half of them vectored: the same range cut into 2-4 buffers, in
-	 * order (the module merges them back into one range) or, when the
-	 * whole range is arena memory, in reverse order: then every byte of
-	 * the segment is still one of the range's arena pages, which is all
-	 * the model's safety rules ask (writable attachments and copies
-	 * reach only the arena), while faults, copies and invalidations
-	 * cross from buffer to buffer.  A malformed make is one buffer,
-	 * which must fail as well.
-	 */
-	if (chance(&f->r, 50) &&
-	    (bad || (c->size != XPMEM_MAXADDR_SIZE && c->size >= 2 * PG))) {
-		uint64_t left = bad ? 1 : c->size / PG, at = c->vaddr;
-		unsigned int k = bad ? 1 : 2 + rnd(&f->r, 3), i;
-
-		for (i = 0; i < k && left; i++) {
-			uint64_t n = i == k - 1 ? left :
-				     1 + rnd(&f->r, left - (left > 1));
-
-			iov[i].base = at;
-			iov[i].len = bad ? c->size : n * PG;
-			at += n * PG;
-			left -= n;
-		}
-		if (!bad && in_arena(f, c->vaddr, c->size) &&
-		    chance(&f->r, 50)) {
-			for (unsigned int j = 0; j < i / 2; j++) {
-				struct xpmem_ext_iov t = iov[j];
-
-				iov[j] = iov[i - 1 - j];
-				iov[i - 1 - j] = t;
-			}
-		}
-		x.vaddr = (uintptr_t)iov;
-		x.size = i;
-		x.flags |= XPMEM_EXT_MAKE_IOV;
-	}
-
-	if (chance(&f->r, 50)) {
-		x.flags |= XPMEM_EXT_MAKE_KEY;
-		fz_key(f, x.key, &x.key_len);
-	}
-	if (chance(&f->r, 25)) {
-		x.flags |= XPMEM_EXT_MAKE_AUTH;
-		fz_auth(f, x.auth, &x.auth_len);
-	}
-	if (chance(&f->r, 20))
-		x.flags |= XPMEM_EXT_MAKE_RDONLY;
-	/* what has no EXT_MAKE counterpart becomes an unknown flag */
-	if (bad && (c->permit_type != XPMEM_PERMIT_MODE ||
-		    c->permit_value > 0777))
-		x.flags |= 0x10U << rnd(&f->r, 28);
-	if (chance(&f->r, 3))
-		x.key_len = XPMEM_EXT_KEY_MAX + 1;	/* and so must fail */
-	r = xp_ioctl(f->fd, XPMEM_CMD_EXT_MAKE, fz_arg(f, am, &x, sizeof(x)));
-	c->segid = x.segid;
-	f->ext_makes++;
-	return r;
-}
-
-static void op_make(struct fz *f, int bad)
-{
-	static const int modes[] = { 0600, 0666, 0640, 0604, 0644, 0400, 0, 0660 };
-	struct xpmem_cmd_make c = { .permit_type = XPMEM_PERMIT_MODE };
-	uint8_t frame;
-	unsigned long p, n;
-	int must_fail = bad, am, si;
-	long r;
-
-	for (si = 0; si < FZ_SEGS && f->seg[si].used; si++)
-		;
-	if (si == FZ_SEGS) {
-		si = rnd(&f->r, FZ_SEGS);
-		op_remove_own(f, si);
-	}
-	c.permit_value = modes[rnd(&f->r, 8)];
-	fz_range(f, &p, &n);
-	c.vaddr = (uintptr_t)pg_addr(f, p);
-	c.size = n * PG;
-	switch (rnd(&f->r, 10)) {
-	case 0:
-		c.vaddr = 0;
-		c.size = XPMEM_MAXADDR_SIZE;
-		break;
-	case 1:
-		c.size = XPMEM_MAXADDR_SIZE;
-		break;
-	case 2:		/* our stack, holes included */
-		c.vaddr = (((uintptr_t)&frame) & ~(PG - 1)) - 16 * PG;
-		c.size = 32 * PG;
-		break;
-	case 3:		/* our text */
-		c.vaddr = ((uintptr_t)&op_make) & ~(PG - 1);
-		c.size = 16 * PG;
-		break;
-	}
-	if (bad) {
-		switch (rnd(&f->r, 9)) {
-		case 0:
-			c.vaddr |= 1 + rnd(&f->r, PG - 1);
-			break;
-		case 1:
-			c.size = 0;
-			break;
-		case 2:
-			c.size = (c.size == XPMEM_MAXADDR_SIZE ? PG : c.size) +
-				 1 + rnd(&f->r, PG - 2);
-			break;
-		case 3:
-			do {
-				c.permit_type = (int)rnd64(&f->r);
-			} while (c.permit_type == XPMEM_PERMIT_MODE);
-			break;
-		case 4:
-			c.permit_value |= 01000ULL << rnd(&f->r, 50);
-			break;
-		case 5:
-			c.vaddr = KADDR + rnd(&f->r, 4096) * PG;
-			c.size = PG;
-			break;
-		case 6:		/* vaddr + size wraps */
-			c.vaddr = (uintptr_t)pg_addr(f, p);
-			c.size = -c.vaddr + PG * (1 + rnd(&f->r, 16));
-			break;
-		case 7:
-			c.size = 1ULL << 60;
-			break;
-		default:
-			c.vaddr = -PG;
-			c.size = PG;
-			break;
-		}
-	}
-	am = fz_argmode(f);
-	if (am != ARG_OK)
-		must_fail = 1;	/* the segid cannot be written back */
-	if (chance(&f->r, 25)) {
-		r = fz_ext_make(f, &c, bad, am);
-		if (c.segid && r)
-			fz_fail(f, "EXT_MAKE failed but wrote a segid");
-	} else {
-		r = xp_ioctl(f->fd, XPMEM_CMD_MAKE,
-			     fz_arg(f, am, &c, sizeof(c)));
-	}
-	fz_check(f, r, must_fail, bad ? "MAKE (invalid)" : "MAKE");
-	if (r)
-		return;
-	if (c.segid <= 0)
-		fz_fail(f, "MAKE returned segid %" PRId64, (int64_t)c.segid);
-	f->seg[si].used = 1;
-	f->seg[si].segid = c.segid;
-	f->seg[si].vaddr = c.vaddr;
-	f->seg[si].size = c.size;
-	fz_publish_seg(f, &f->seg[si], c.permit_value);
-}
-
-/*
- * REMOVE or RELEASE of @id (each command is one id, the same layout) with
- * a random argument mode, checked against this worker's own table: @own
- * finds the id among ours (index or -1), @gone records that it ended.
- * Only our own live object may end, and with a good argument it must.
- */
-static void fz_end_id(struct fz *f, unsigned long cmd, const char *what,
-		      int64_t id, int must_fail,
-		      int (*own)(struct fz *, int64_t),
-		      void (*gone)(struct fz *, int))
-{
-	int64_t c = id;
-	int am = fz_argmode(f), i;
-	long r;
-
-	_Static_assert(sizeof(struct xpmem_cmd_remove) == sizeof(c) &&
-		       sizeof(struct xpmem_cmd_release) == sizeof(c),
-		       "REMOVE and RELEASE take one 64-bit id");
-	if (am != ARG_OK && am != ARG_RO)
-		must_fail = 1;
-	r = xp_ioctl(f->fd, cmd, fz_arg(f, am, &c, sizeof(c)));
-	fz_check(f, r, must_fail, what);
-	i = own(f, id);
-	if (!r && i < 0)
-		fz_fail(f, "%s of id %" PRId64 " (not ours) succeeded", what,
-			id);
-	if (!r)
-		gone(f, i);
-	else if (i >= 0 && am == ARG_OK)
-		fz_fail(f, "%s of our own live object: %s", what, strerror(-r));
-}
-
-static void op_remove(struct fz *f)
-{
-	struct xpmem_cmd_remove c = { 0 };
-	struct fz_segslot e = { 0 };
-	int must_fail = 0, si;
-
-	switch (rnd(&f->r, 10)) {
-	case 0: case 1: case 2: case 3: case 4:
-		si = FZ_PICK(f, f->seg);
-		if (si < 0)
-			return;
-		c.segid = f->seg[si].segid;
-		break;
-	case 5: case 6: case 7:
-		sh_lock(&f->sh->lock);
-		e = f->sh->segs[rnd(&f->r, FZ_SLOTS)];
-		sh_unlock(&f->sh->lock);
-		c.segid = e.segid;
-		must_fail = e.removed || e.pid != f->pid;
-		break;
-	case 8:
-		c.segid = fz_guess(f);
-		must_fail = !fz_id_known(f, c.segid);
-		break;
-	default:
-		c.segid = -(int64_t)rnd(&f->r, 3);
-		must_fail = 1;
-		break;
-	}
-	fz_end_id(f, XPMEM_CMD_REMOVE, "REMOVE", c.segid, must_fail,
-		  fz_own_seg, fz_seg_removed);
-}
-
-/* Would SysV-style permission checks refuse @flags on segment @e? */
-static int fz_denied(struct fz *f, const struct fz_segslot *e, int flags)
-{
-	int granted, need = 4 | (flags == XPMEM_RDWR ? 2 : 0);
-
-	if (!f->uid)
-		return 0;	/* CAP_IPC_OWNER */
-	if (e->uid == f->uid)
-		granted = e->mode >> 6;
-	else if (e->gid == f->gid)
-		granted = e->mode >> 3;
-	else
-		granted = e->mode;
-	return (need & ~granted & 7) != 0;
-}
-
-static void op_release_perm(struct fz *f, int pi)
-{
-	long r = xp_release(f->fd, f->perm[pi].apid);
-
-	if (r)
-		fz_fail(f, "RELEASE of own permit: %s", strerror(-r));
-	fz_perm_released(f, pi);
-}
-
-static void op_get(struct fz *f)
-{
-	struct xpmem_cmd_get c = { .permit_type = XPMEM_PERMIT_MODE };
-	struct fz_segslot e = { 0 };
-	int must_fail = 0, known = 0, am, pi, si;
-	unsigned long v = rnd(&f->r, 20);
-	long r;
-
-	for (pi = 0; pi < FZ_PERMS && f->perm[pi].used; pi++)
-		;
-	if (pi == FZ_PERMS) {
-		pi = rnd(&f->r, FZ_PERMS);
-		op_release_perm(f, pi);
-	}
-	c.flags = chance(&f->r, 50) ? XPMEM_RDONLY : XPMEM_RDWR;
-	if (v < 10) {
-		sh_lock(&f->sh->lock);
-		e = f->sh->segs[rnd(&f->r, FZ_SLOTS)];
-		sh_unlock(&f->sh->lock);
-		c.segid = e.segid;
-		known = e.segid > 0;
-		must_fail = !known || e.removed || fz_denied(f, &e, c.flags);
-	} else if (v < 14 && (si = FZ_PICK(f, f->seg)) >= 0) {
-		c.segid = f->seg[si].segid;
-		e.segid = c.segid;
-		e.vaddr = f->seg[si].vaddr;
-		e.size = f->seg[si].size;
-		e.pid = f->pid;
-		known = 1;
-	} else if (v < 16) {
-		c.segid = fz_guess(f);
-		must_fail = !fz_id_known(f, c.segid);
-	} else if (v < 17) {
-		c.segid = -(int64_t)rnd(&f->r, 3);
-		must_fail = 1;
-	} else {
-		sh_lock(&f->sh->lock);
-		e = f->sh->segs[rnd(&f->r, FZ_SLOTS)];
-		sh_unlock(&f->sh->lock);
-		c.segid = e.segid;
-		must_fail = 1;
-		if (chance(&f->r, 50)) {
-			do {
-				c.flags = (int)rnd64(&f->r);
-			} while (c.flags == XPMEM_RDONLY || c.flags == XPMEM_RDWR);
-		} else {
-			do {
-				c.permit_type = (int)rnd64(&f->r);
-			} while (c.permit_type == XPMEM_PERMIT_MODE);
-		}
-	}
-	am = fz_argmode(f);
-	if (am != ARG_OK)
-		must_fail = 1;
-	if (chance(&f->r, 25)) {
-		/* EXT_GET: by segid or by key, with or without a secret */
-		struct xpmem_ext_get x = {
-			.segid = c.segid,
-			.flags = (uint32_t)c.flags,
-		};
-
-		if (c.permit_type != XPMEM_PERMIT_MODE ||
-		    (c.flags != XPMEM_RDONLY && c.flags != XPMEM_RDWR))
-			x.flags |= 0x400U << rnd(&f->r, 20);
-		/* a key may name any segment: not where failure is due */
-		if (!must_fail && chance(&f->r, 40)) {
-			x.segid = 0;
-			x.flags |= XPMEM_EXT_GET_BY_KEY;
-			fz_key(f, x.key, &x.key_len);
-			known = 0;	/* some segment, maybe not this one */
-		}
-		if (chance(&f->r, 30)) {
-			x.flags |= XPMEM_EXT_GET_AUTH;
-			fz_auth(f, x.auth, &x.auth_len);
-		}
-		r = xp_ioctl(f->fd, XPMEM_CMD_EXT_GET,
-			     fz_arg(f, am, &x, sizeof(x)));
-		c.apid = x.apid;
-		c.segid = x.segid;
-		f->ext_gets++;
-	} else {
-		r = xp_ioctl(f->fd, XPMEM_CMD_GET,
-			     fz_arg(f, am, &c, sizeof(c)));
-	}
-	fz_check(f, r, must_fail, "GET");
-	if (r)
-		return;
-	if (c.apid <= 0)
-		fz_fail(f, "GET returned apid %" PRId64, (int64_t)c.apid);
-	f->perm[pi].used = 1;
-	f->perm[pi].apid = c.apid;
-	f->perm[pi].segid = c.segid;
-	f->perm[pi].rdwr = c.flags == XPMEM_RDWR;
-	if (known) {
-		f->perm[pi].svaddr = e.vaddr;
-		f->perm[pi].slen = e.size == XPMEM_MAXADDR_SIZE ?
-				   FZ_TOP - e.vaddr : e.size;
-		f->perm[pi].spid = e.pid;
-	}
-	sh_lock(&f->sh->lock);
-	f->sh->apids[rnd(&f->r, FZ_SLOTS)] =
-		(struct fz_apidslot){ .apid = c.apid, .pid = f->pid };
-	sh_unlock(&f->sh->lock);
-}
-
-static void op_release(struct fz *f)
-{
-	struct xpmem_cmd_release c = { 0 };
-	struct fz_apidslot e;
-	int must_fail = 1, pi;
-	unsigned long v = rnd(&f->r, 20);
-
-	if (v < 11) {
-		pi = FZ_PICK(f, f->perm);
-		if (pi < 0)
-			return;
-		c.apid = f->perm[pi].apid;
-		must_fail = 0;
-	} else if (v < 15) {
-		sh_lock(&f->sh->lock);
-		e = f->sh->apids[rnd(&f->r, FZ_SLOTS)];
-		sh_unlock(&f->sh->lock);
-		c.apid = e.apid;
-		must_fail = e.pid != f->pid || e.released ||
-			    fz_own_perm(f, e.apid) < 0;
-	} else if (v < 17 && f->ndead) {
-		c.apid = f->dead[rnd(&f->r, f->ndead < 16 ? f->ndead : 16)];
-	} else if (v < 19) {
-		c.apid = fz_guess(f);
-		must_fail = !fz_id_known(f, c.apid);
-	} else {
-		c.apid = -(int64_t)rnd(&f->r, 3);
-	}
-	fz_end_id(f, XPMEM_CMD_RELEASE, "RELEASE", c.apid, must_fail,
-		  fz_own_perm, fz_perm_released);
-}
-
-/* A fixed attach address inside the arena, often over something. */
-static unsigned long fz_fixed_page(struct fz *f)
-{
-	long p = -1;
-	uint64_t a;
-
-	switch (rnd(&f->r, 10)) {
-	case 0: case 1: case 2:
-		p = fz_find(f, PK_ATT, -1);		/* over an attachment */
-		break;
-	case 3: case 4:
-		p = fz_find(f, -1, -1);			/* over our memory */
-		break;
-	case 5:
-		a = f->sh->addrs[rnd(&f->r, FZ_SLOTS)];	/* someone's attachment */
-		if (in_arena(f, a & ~(PG - 1), PG))
-			p = (a - (uintptr_t)f->arena) / PG;
-		break;
-	}
-	return p >= 0 ? (unsigned long)p : rnd(&f->r, FZ_PAGES);
-}
-
-static void op_attach(struct fz *f)
-{
-	struct xpmem_cmd_attach c = { .fd = f->fd };
-	struct fz_perm *pm = NULL;
-	struct fz_apidslot e;
-	uint64_t tgt = 0, want = 0, lo, hi;
-	unsigned long n = 1, fp = 0, v = rnd(&f->r, 100);
-	int must_fail = 1, fixed = 0, selfmap = 0, safe = 0, am, pi = -1, ai;
-	int rdonly = 0;
-	unsigned char vec;
-	long r;
-
-	ai = fz_att_alloc(f);
-	if (ai < 0) {		/* table full: drop one */
-		ai = rnd(&f->r, FZ_ATTS);
-		r = xp_detach(f->fd, f->atts[ai].olen ? f->atts[ai].oaddr :
-			(uintptr_t)pg_addr(f, fz_find(f, PK_ATT, ai)));
-		fz_att_gone(f, ai, 1);
-	}
-	if (v < 75 && (pi = FZ_PICK(f, f->perm)) >= 0) {
-		pm = &f->perm[pi];
-		c.apid = pm->apid;
-		must_fail = 0;
-	} else if (v < 85) {
-		sh_lock(&f->sh->lock);
-		e = f->sh->apids[rnd(&f->r, FZ_SLOTS)];
-		sh_unlock(&f->sh->lock);
-		c.apid = e.apid;
-		pi = fz_own_perm(f, e.apid);
-		must_fail = pi < 0;
-		pm = pi < 0 ? NULL : &f->perm[pi];
-	} else if (v < 92 && f->ndead) {
-		c.apid = f->dead[rnd(&f->r, f->ndead < 16 ? f->ndead : 16)];
-	} else {
-		c.apid = chance(&f->r, 50) ? fz_guess(f) :
-			 -(int64_t)rnd(&f->r, 3);
-		must_fail = !fz_id_known(f, c.apid);
-	}
-
-	if (!pm || !pm->slen) {
-		/* not ours, or a segment we know nothing about: never fixed */
-		c.offset = rnd(&f->r, 4) * PG;
-		c.size = PG * (1 + rnd(&f->r, 4));
-		goto call;
-	}
-	/* the owner-side range */
-	n = chance(&f->r, 50) ? 1 + rnd(&f->r, 4) : 1 + rnd(&f->r, 64);
-	lo = pm->svaddr > (uintptr_t)f->arena ? pm->svaddr : (uintptr_t)f->arena;
-	hi = (uintptr_t)f->arena + FZ_ARENA;
-	if (pm->svaddr + pm->slen < hi)
-		hi = pm->svaddr + pm->slen;
-	v = rnd(&f->r, 100);
-	if (v < 70 && lo < hi) {
-		tgt = lo + rnd(&f->r, (hi - lo) / PG) * PG;
-	} else if (v < 85 && pm->spid) {
-		int i;
-
-		for (i = 0; i < FZ_MAXPROCS; i++)
-			if (f->sh->procs[i].pid == pm->spid)
-				tgt = f->sh->procs[i].addr[rnd(&f->r, 5)] &
-				      ~(PG - 1);
-		if (tgt < pm->svaddr || tgt >= pm->svaddr + pm->slen)
-			tgt = pm->svaddr;
-	} else {
-		tgt = pm->svaddr + rnd(&f->r, pm->slen / PG) * PG;
-	}
-	if (tgt + n * PG > pm->svaddr + pm->slen)
-		n = (pm->svaddr + pm->slen - tgt) / PG;
-	if (!n)
-		n = 1;
-	fixed = chance(&f->r, 55);
-	if (fixed) {
-		fp = fz_fixed_page(f);
-		/* an attachment of itself, or of the same address elsewhere */
-		if (chance(&f->r, 8) && pm->svaddr <= (uintptr_t)pg_addr(f, fp) &&
-		    (uintptr_t)pg_addr(f, fp) < pm->svaddr + pm->slen) {
-			tgt = (uintptr_t)pg_addr(f, fp);
-			selfmap = 1;
-		}
-		if (fp + n > FZ_PAGES)
-			n = FZ_PAGES - fp;
-		if (tgt + n * PG > pm->svaddr + pm->slen)
-			n = (pm->svaddr + pm->slen - tgt) / PG;
-		want = (uintptr_t)pg_addr(f, fp);
-	}
-	safe = in_arena(f, tgt, n * PG);
-	if (fixed && pm->rdwr && !safe)
-		fixed = 0, want = 0, selfmap = 0;	/* see the comment above */
-	c.offset = (off_t)(tgt - pm->svaddr);
-	c.size = n * PG - (chance(&f->r, 10) ? rnd(&f->r, PG - 1) : 0);
-	c.vaddr = want;
-	if (chance(&f->r, 15)) {
-		must_fail = 1;
-		switch (rnd(&f->r, 8)) {
-		case 0:
-			c.offset |= 1 + rnd(&f->r, PG - 1);
-			break;
-		case 1:
-			c.offset = -(off_t)(PG * (1 + rnd(&f->r, 4)));
-			break;
-		case 2:
-			c.offset = (off_t)(1ULL << 62);
-			break;
-		case 3:
-			c.size = 0;
-			break;
-		case 4:		/* offset + size wraps */
-			c.size = -(uint64_t)PG * (1 + rnd(&f->r, 4));
-			c.vaddr = 0;
-			break;
-		case 5:
-			c.flags = (int)(1 + rnd(&f->r, 0x7fffffff));
-			break;
-		case 6:
-			c.vaddr = (fixed ? want : (uintptr_t)pg_addr(f, 0)) |
-				  (1 + rnd(&f->r, PG - 1));
-			break;
-		default:
-			c.vaddr = chance(&f->r, 50) ? KADDR + rnd(&f->r, 64) * PG :
-				  -PG * (1 + rnd(&f->r, 4));
-			break;
-		}
-	}
-call:
-	am = fz_argmode(f);
-	if (am != ARG_OK)
-		must_fail = 1;
-	if (selfmap)
-		f->selfmaps++;
-	if (chance(&f->r, 30)) {
-		/* EXT_ATTACH: the same request, with random options */
-		struct xpmem_ext_attach x = {
-			.apid = c.apid, .offset = (uint64_t)c.offset,
-			.size = c.size, .vaddr = c.vaddr,
-			.flags = c.vaddr ? XPMEM_EXT_ATTACH_FIXED : 0,
-		};
-		unsigned int o = rnd(&f->r, 8);
-
-		if (c.flags)
-			x.flags |= 0x10U << rnd(&f->r, 28);
-		x.flags |= (o & 1 ? XPMEM_EXT_ATTACH_RDONLY : 0) |
-			   (o & 2 ? XPMEM_EXT_ATTACH_POPULATE : 0) |
-			   (o & 4 ? XPMEM_EXT_ATTACH_POPULATE_WRITE : 0);
-		if ((o & 5) == 5 || ((o & 4) && (!pm || !pm->rdwr)))
-			must_fail = 1;
-		if (chance(&f->r, 3)) {
-			x.reserved[rnd(&f->r, 3)] = 1 + rnd(&f->r, 8);
-			must_fail = 1;
-		}
-		rdonly = o & 1;
-		if (am != ARG_OK)
-			must_fail = 1;
-		r = xp_ioctl(f->fd, XPMEM_CMD_EXT_ATTACH,
-			     fz_arg(f, am, &x, sizeof(x)));
-		c.vaddr = x.vaddr;
-		f->ext_attaches++;
-	} else {
-		r = xp_ioctl(f->fd, XPMEM_CMD_ATTACH,
-			     fz_arg(f, am, &c, sizeof(c)));
-	}
-	fz_check(f, r, must_fail, selfmap ? "ATTACH (onto its own source)" :
-		 "ATTACH");
-	if (r) {
-		/* a MAP_FIXED attempt may have unmapped the target */
-		if (fixed && c.vaddr == want)
-			fz_reset(f, fp, n);
-		return;
-	}
-	if (c.vaddr & (PG - 1) || (fixed && c.vaddr != want))
-		fz_fail(f, "ATTACH returned address 0x%llx (wanted 0x%llx)",
-			(unsigned long long)c.vaddr, (unsigned long long)want);
-	if (mincore((void *)(uintptr_t)c.vaddr, PG, &vec))
-		fz_fail(f, "ATTACH returned 0x%llx, nothing mapped there: %s",
-			(unsigned long long)c.vaddr, strerror(errno));
-	n = (c.size + PG - 1) / PG;
-	f->atts[ai] = (struct fz_att){
-		.used = 1, .perm = pi, .writable = pm->rdwr && !rdonly,
-		.safe = safe,
-	};
-	if (in_arena(f, c.vaddr, n * PG)) {
-		fz_set(f, (c.vaddr - (uintptr_t)f->arena) / PG, n, PK_ATT,
-		       PROT_READ | (pm->rdwr && !rdonly ? PROT_WRITE : 0), ai);
-		if (pm->rdwr && !safe)
-			fz_fail(f, "internal: unsafe writable attachment in the arena");
-	} else if (c.vaddr + n * PG > (uintptr_t)f->arena &&
-		   c.vaddr < (uintptr_t)f->arena + FZ_ARENA) {
-		fz_fail(f, "ATTACH at 0x%llx straddles the arena",
-			(unsigned long long)c.vaddr);
-	} else {
-		f->atts[ai].oaddr = c.vaddr;
-		f->atts[ai].olen = n;
-	}
-	f->sh->addrs[rnd(&f->r, FZ_SLOTS)] = c.vaddr + rnd(&f->r, n) * PG;
-}
-
-/* Which of our attachments contains @a? -1 if none. */
-static int fz_att_at(struct fz *f, uint64_t a)
-{
-	int i;
-
-	if (in_arena(f, a, 1)) {
-		unsigned long p = (a - (uintptr_t)f->arena) / PG;
-
-		return f->kind[p] == PK_ATT ? f->att[p] : -1;
-	}
-	for (i = 0; i < FZ_ATTS; i++)
-		if (f->atts[i].used && f->atts[i].olen && a >= f->atts[i].oaddr &&
-		    a < f->atts[i].oaddr + f->atts[i].olen * PG)
-			return i;
-	return -1;
-}
-
-static void op_detach(struct fz *f)
-{
-	struct xpmem_cmd_detach c = { 0 };
-	unsigned long v = rnd(&f->r, 20);
-	unsigned char vec;
-	int ai, am, must_fail = 0;
-	long p, r;
-
-	if (v < 10) {
-		ai = FZ_PICK(f, f->atts);
-		if (ai < 0)
-			return;
-		if (f->atts[ai].olen)
-			c.vaddr = f->atts[ai].oaddr + rnd(&f->r, f->atts[ai].olen) * PG;
-		else if ((p = fz_find(f, PK_ATT, ai)) >= 0)
-			c.vaddr = (uintptr_t)pg_addr(f, p);
-		else
-			return;
-		c.vaddr += rnd(&f->r, 8) ? 0 : rnd(&f->r, PG);
-	} else if (v < 14) {
-		c.vaddr = (uintptr_t)pg_addr(f, rnd(&f->r, FZ_PAGES));
-	} else if (v < 17) {
-		c.vaddr = f->sh->addrs[rnd(&f->r, FZ_SLOTS)];
-	} else {
-		c.vaddr = chance(&f->r, 50) ? KADDR : rnd(&f->r, 3) * PG;
-	}
-	ai = fz_att_at(f, c.vaddr);
-	am = fz_argmode(f);
-	if (am != ARG_OK && am != ARG_RO)
-		must_fail = 1;
-	r = xp_ioctl(f->fd, XPMEM_CMD_DETACH, fz_arg(f, am, &c, sizeof(c)));
-	fz_check(f, r, must_fail, "DETACH");
-	if (r && ai >= 0 && am == ARG_OK)
-		fz_fail(f, "DETACH of own attachment at 0x%llx: %s",
-			(unsigned long long)c.vaddr, strerror(-r));
-	if (r)
-		return;
-	if (ai >= 0) {
-		fz_att_gone(f, ai, 0);
-		return;
-	}
-	/* No attachment there: nothing may have been unmapped. */
-	if (in_arena(f, c.vaddr, 1) &&
-	    mincore((void *)(uintptr_t)(c.vaddr & ~(PG - 1)), PG, &vec))
-		fz_fail(f, "DETACH at 0x%llx (not an attachment) unmapped it",
-			(unsigned long long)c.vaddr);
-}
-
-static void op_junk(struct fz *f)
-{
-	unsigned long cmd;
-	uint64_t *w = (uint64_t *)f->scr;
-	void *arg;
-	long r;
-	int i;
-
-	do {
-		switch (rnd(&f->r, 4)) {
-		case 0:
-			cmd = _IO(XPMEM_IOC_MAGIC, 9 + rnd(&f->r, 247));
-			break;
-		case 1:
-			cmd = _IOC(rnd(&f->r, 4), XPMEM_IOC_MAGIC, rnd(&f->r, 256),
-				   8 * (1 + rnd(&f->r, 32)));
-			break;
-		case 2:
-			cmd = _IOC(rnd(&f->r, 4), XPMEM_IOC_MAGIC, 1 + rnd(&f->r, 8),
-				   8 * (1 + rnd(&f->r, 8)));
-			break;
-		default:
-			cmd = (uint32_t)rnd64(&f->r);
-			break;
-		}
-	} while (_IOC_TYPE(cmd) == XPMEM_IOC_MAGIC && _IOC_NR(cmd) <= 8 &&
-		 _IOC_SIZE(cmd) == 0 && _IOC_DIR(cmd) == _IOC_NONE);
-	for (i = 0; i < 32; i++)
-		w[i] = chance(&f->r, 30) ? rnd(&f->r, 8) : rnd64(&f->r);
-	switch (rnd(&f->r, 4)) {
-	case 0:
-		arg = NULL;
-		break;
-	case 1:
-		arg = (void *)(uintptr_t)KADDR;
-		break;
-	default:
-		arg = f->scr;
-		break;
-	}
-	r = xp_ioctl(f->fd, cmd, arg);
-	if (r < 0 && !clean_errno(r))
-		fz_fail(f, "ioctl 0x%lx: unexpected errno %ld", cmd, -r);
-	if (r >= 0)
-		f->ok[f->op]++;
-}
-
-/* ---- memory operations ---- */
-
-/* Touch one page; check what must hold for our own memory. */
-static void fz_touch_page(struct fz *f, uint8_t *a, long p)
-{
-	int w = p >= 0 ? fz_write_ok(f, p) && chance(&f->r, 50) : 0;
-	int sig = touch(a + (rnd(&f->r, PG) & ~7UL), w, (uint8_t)f->opi);
-
-	f->touches++;
-	if (sig == SIGBUS)
-		f->sigbus++;
-	else if (sig)
-		f->sigsegv++;
-	if (p < 0)
-		return;
-	if (f->kind[p] != PK_ATT && f->prot[p] && sig)
-		fz_fail(f, "%s of own memory at %p (kind %d prot %d) raised %s",
-			w ? "write" : "read", (void *)a, f->kind[p], f->prot[p],
-			strsignal(sig));
-	if (!f->prot[p] && sig != SIGSEGV)
-		fz_fail(f, "access to PROT_NONE page %p (kind %d): %s", (void *)a,
-			f->kind[p], sig ? strsignal(sig) : "no fault");
-}
-
-static void op_touch(struct fz *f)
-{
-	int i, n = 1 + rnd(&f->r, 4), ai;
-	long p;
-
-	f->ok[f->op]++;		/* what must hold is checked per page */
-	for (i = 0; i < n; i++) {
-		if (chance(&f->r, 40) && (ai = FZ_PICK(f, f->atts)) >= 0) {
-			if (f->atts[ai].olen && chance(&f->r, 50)) {
-				uint8_t *a = (uint8_t *)(uintptr_t)f->atts[ai].oaddr +
-					     rnd(&f->r, f->atts[ai].olen) * PG;
-				int sig = touch(a, 0, 0);
-
-				f->touches++;
-				f->sigbus += sig == SIGBUS;
-				f->sigsegv += sig == SIGSEGV;
-				continue;
-			}
-			p = fz_find(f, PK_ATT, ai);
-		} else {
-			p = rnd(&f->r, FZ_PAGES);
-			if (f->kind[p] == PK_RESV && chance(&f->r, 80))
-				p = fz_find(f, -1, -1);
-		}
-		if (p < 0)
-			p = rnd(&f->r, FZ_PAGES);
-		fz_touch_page(f, pg_addr(f, p), p);
-	}
-}
-
-static void op_mmap(struct fz *f)
-{
-	unsigned long p, n, i;
-	int kind, prot = chance(&f->r, 90) ? PROT_READ | PROT_WRITE : PROT_READ;
-	int flags = MAP_FIXED, fd = -1, thp = chance(&f->r, 1);
-	off_t off = 0;
-	void *a;
-
-	fz_range(f, &p, &n);
-	if (n > 64)
-		n = 64;
-	if (thp) {
-		p &= ~511UL;
-		n = 512;
-	}
-	switch (rnd(&f->r, 20)) {
-	case 0: case 1: case 2: case 3:
-		kind = PK_SHARED;
-		flags |= MAP_SHARED | MAP_ANONYMOUS;
-		break;
-	case 4: case 5: case 6: case 7:
-		kind = PK_MEMFD;
-		flags |= MAP_SHARED;
-		fd = f->memfd;
-		off = p * PG;
-		break;
-	case 8:
-		if (f->secretfd >= 0 && !thp) {
-			kind = PK_SECRET;
-			flags |= MAP_SHARED;
-			fd = f->secretfd;
-			if (n > FZ_SECRET_PAGES)
-				n = FZ_SECRET_PAGES;
-			prot = PROT_READ | PROT_WRITE;
-			break;
-		}
-		/* fall through */
-	default:
-		kind = PK_PRIV;
-		flags |= MAP_PRIVATE | MAP_ANONYMOUS;
-		break;
-	}
-	if (chance(&f->r, 3) && n <= 64)
-		flags |= MAP_POPULATE;
-	a = mmap(pg_addr(f, p), n * PG, prot, flags, fd, off);
-	if (a == MAP_FAILED) {
-		if (errno != ENOMEM && errno != EAGAIN)
-			fz_fail(f, "mmap kind %d at page %lu+%lu: %s", kind, p,
-				n, strerror(errno));
-		fz_reset(f, p, n);
-		return;
-	}
-	fz_set(f, p, n, kind, prot, -1);
-	f->ok[f->op]++;
-	if (thp)
-		madvise(a, n * PG, MADV_HUGEPAGE);	/* the first write: a THP */
-	if (prot & PROT_WRITE)
-		for (i = 0; i < 4; i++)
-			pg_addr(f, p + rnd(&f->r, n))[rnd(&f->r, PG)] = (uint8_t)i;
-}
-
-static void op_munmap(struct fz *f)
-{
-	unsigned long p, n;
-	long q;
-
-	fz_range(f, &p, &n);
-	if (chance(&f->r, 30) && (q = fz_find(f, PK_ATT, -1)) >= 0) {
-		p = q;		/* part of an attachment */
-		if (p + n > FZ_PAGES)
-			n = FZ_PAGES - p;
-	}
-	fz_reset(f, p, n);
-	f->ok[f->op]++;
-}
-
-/* Move the model of [p, p + n) to [q, q + n). */
-static void fz_move(struct fz *f, unsigned long p, unsigned long q,
-		    unsigned long n)
-{
-	unsigned long i;
-	uint8_t inh;
-
-	for (i = 0; i < n; i++) {
-		inh = f->inh[p + i];
-		fz_set(f, q + i, 1, f->kind[p + i], f->prot[p + i], f->att[p + i]);
-		f->inh[q + i] = inh;
-	}
-}
-
-static void op_mremap(struct fz *f)
-{
-	long p0 = fz_find(f, -1, -1);
-	unsigned long p, n, q, m;
-	int dontunmap = 0;
-	void *r;
-
-	if (p0 < 0)
-		return;
-	p = p0;
-	for (n = 1; p + n < FZ_PAGES && n < 64 && f->kind[p + n] == f->kind[p] &&
-	     f->att[p + n] == f->att[p] && f->prot[p + n] == f->prot[p]; n++)
-		;
-	n = 1 + rnd(&f->r, n);
-	switch (rnd(&f->r, 10)) {
-	case 0: case 1:		/* shrink in place */
-		if (n < 2)
-			return;
-		m = 1 + rnd(&f->r, n - 1);
-		r = mremap(pg_addr(f, p), n * PG, m * PG, 0);
-		if (r != MAP_FAILED) {
-			fz_reset(f, p + m, n - m);
-			f->ok[f->op]++;
-		}
-		return;
-	case 2:			/* grow in place: the neighbour is mapped */
-		if (p + n >= FZ_PAGES)
-			return;
-		r = mremap(pg_addr(f, p), n * PG, (n + 1) * PG, 0);
-		if (r != MAP_FAILED)
-			fz_reset(f, p, n + 1);	/* unexpected: forget it */
-		return;
-	case 3:
-		dontunmap = f->kind[p] == PK_PRIV;
-		break;
-	}
-	do {
-		q = rnd(&f->r, FZ_PAGES - n + 1);
-	} while (q < p + n && p < q + n);
-	r = mremap(pg_addr(f, p), n * PG, n * PG, MREMAP_MAYMOVE | MREMAP_FIXED |
-		   (dontunmap ? MREMAP_DONTUNMAP : 0), pg_addr(f, q));
-	if (r == MAP_FAILED) {
-		fz_reset(f, q, n);
-		fz_reset(f, p, n);
-		return;
-	}
-	if (r != pg_addr(f, q))
-		fz_fail(f, "mremap moved to %p, not %p", r, (void *)pg_addr(f, q));
-	f->ok[f->op]++;
-	fz_move(f, p, q, n);
-	if (dontunmap) {
-		/* the source keeps its (now empty) mapping */
-		return;
-	}
-	fz_reset(f, p, n);
-}
-
-static void op_mprotect(struct fz *f)
-{
-	static const int prots[] = {
-		PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE, PROT_READ | PROT_WRITE,
-	};
-	int prot = prots[rnd(&f->r, 4)];
-	unsigned long p, n, i;
-
-	fz_range(f, &p, &n);
-	if (chance(&f->r, 50)) {
-		long q = fz_find(f, -1, -1);
-
-		if (q >= 0)
-			p = q;
-		if (p + n > FZ_PAGES)
-			n = FZ_PAGES - p;
-	}
-	if (mprotect(pg_addr(f, p), n * PG, prot)) {
-		fz_reset(f, p, n);	/* partly applied: start over */
-		return;
-	}
-	f->ok[f->op]++;
-	for (i = p; i < p + n; i++) {
-		if (f->kind[i] == PK_RESV && prot)
-			f->kind[i] = PK_PRIV;	/* the reservation is memory now */
-		fz_hist(f, i, '0' + prot);
-		f->prot[i] = prot;
-	}
-}
-
-static void op_madvise(struct fz *f)
-{
-	static const int advs[] = {
-		MADV_DONTNEED, MADV_FREE, MADV_PAGEOUT, MADV_DOFORK,
-		MADV_DONTFORK, MADV_WILLNEED, MADV_COLD, MADV_HUGEPAGE,
-		MADV_NOHUGEPAGE, MADV_REMOVE, MADV_DONTNEED, MADV_FREE,
-		MADV_PAGEOUT, MADV_DOFORK, MADV_COLLAPSE, MADV_DONTDUMP,
-	};
-	int adv = advs[rnd(&f->r, 16)], r;
-	unsigned long p, n, i;
-	long q;
-
-	if (adv == MADV_COLLAPSE && !chance(&f->r, 20))
-		adv = MADV_PAGEOUT;
-	fz_range(f, &p, &n);
-	if (chance(&f->r, 60) && (q = fz_find(f, chance(&f->r, 50) ? PK_ATT : -1,
-					      -1)) >= 0) {
-		p = q;
-		if (p + n > FZ_PAGES)
-			n = FZ_PAGES - p;
-	}
-	r = madvise(pg_addr(f, p), n * PG, adv);
-	if (!r)
-		f->ok[f->op]++;
-	if (adv == MADV_DOFORK || adv == MADV_DONTFORK)
-		for (i = p; i < p + n; i++) {
-			f->inh[i] = r ? 2 : adv == MADV_DOFORK;
-			fz_hist(f, i, r ? 'E' : adv == MADV_DOFORK ? 'F' : 'D');
-		}
-}
-
-/* get_user_pages and uaccess on our pages and attachments */
-static void op_gup(struct fz *f)
-{
-	unsigned long n = 1 + rnd(&f->r, 4), i;
-	long p = chance(&f->r, 60) ? fz_find(f, PK_ATT, -1) : -1;
-	struct iovec local, remote;
-	uint8_t *a, vec[4];
-	int wok = 1;
-	loff_t off = 0;
-	ssize_t r;
-
-	if (p < 0)
-		p = fz_find(f, -1, -1);
-	if (p < 0)
-		return;
-	if (p + n > FZ_PAGES)
-		n = FZ_PAGES - p;
-	for (i = p; i < p + n; i++)
-		wok &= fz_write_ok(f, i);
-	a = pg_addr(f, p);
-	local.iov_base = f->buf;
-	local.iov_len = n * PG;
-	remote.iov_base = a;
-	remote.iov_len = n * PG;
-	switch (rnd(&f->r, 7)) {
-	case 0:
-		r = process_vm_readv(f->pid, &local, 1, &remote, 1, 0);
-		break;
-	case 1:
-		r = wok ? process_vm_writev(f->pid, &local, 1, &remote, 1, 0) :
-		    process_vm_readv(f->pid, &local, 1, &remote, 1, 0);
-		break;
-	case 2:
-		r = vmsplice(f->pfd[1], &remote, 1, SPLICE_F_NONBLOCK);
-		if (r > 0)
-			splice(f->pfd[0], NULL, f->tmpfd, &off, r,
-			       SPLICE_F_NONBLOCK);
-		while (read(f->pfd[0], f->buf, 4 * PG) > 0)
-			;
-		break;
-	case 3:
-		r = syscall(SYS_futex, a + 4 * rnd(&f->r, PG / 4), FUTEX_WAKE, 1,
-			    NULL, NULL, 0);
-		break;
-	case 4:
-		r = wok ? pread(f->tmpfd, a, n * PG, 0) :
-		    pwrite(f->tmpfd, a, n * PG, 0);
-		break;
-	case 5:
-		r = pwrite(f->tmpfd, a, n * PG, 0);
-		break;
-	default:
-		r = mincore(a, n * PG, vec);
-		break;
-	}
-	if (r >= 0)
-		f->ok[f->op]++;
-	if (ftruncate(f->tmpfd, 4 * PG))
-		fz_fail(f, "ftruncate: %s", strerror(errno));
-}
-
-/* ---- fork: the child touches inherited memory and exits ---- */
-
-static int fz_child(struct fz *f)
-{
-	int i, k = 4 + rnd(&f->r, 12), sig, w, fd;
-	int64_t segid, apid;
-	uint64_t a;
-	long p, r;
-
-	for (i = 0; i < k; i++) {
-		p = chance(&f->r, 50) ? fz_find(f, -1, -1) : (long)rnd(&f->r, FZ_PAGES);
-		if (p < 0)
-			continue;
-		w = fz_write_ok(f, p) && f->inh[p] == 1 && chance(&f->r, 50);
-		sig = touch(pg_addr(f, p) + (rnd(&f->r, PG) & ~7UL), w, 7);
-		__atomic_fetch_add(&f->sh->child_touches, 1, __ATOMIC_RELAXED);
-		if (sig == SIGBUS)
-			__atomic_fetch_add(&f->sh->sigbus, 1, __ATOMIC_RELAXED);
-		else if (sig)
-			__atomic_fetch_add(&f->sh->sigsegv, 1, __ATOMIC_RELAXED);
-		/* inherited own memory works; what was not inherited is a hole */
-		if ((f->inh[p] == 1 && f->prot[p] && f->kind[p] != PK_ATT &&
-		     f->kind[p] != PK_SECRET && sig) ||
-		    (f->inh[p] == 0 && sig != SIGSEGV))
-			fz_fail(f, "fork child: %s of page %ld (%p, kind %d, prot %d, "
-				"%s; history:%s) gave %s",
-				w ? "write" : "read", p, (void *)pg_addr(f, p),
-				f->kind[p], f->prot[p],
-				f->inh[p] ? "inherited" : "not inherited",
-				fz_hist_str(f, p), sig ? strsignal(sig) : "no fault");
-	}
-	/* the parent's device fd is the parent's */
-	r = xp_make(f->fd, (uintptr_t)f->arena, PG, 0600, &segid);
-	if (r != -XPMEM_ERRNO_NOPROC && !(r < 0 && clean_errno(r)))
-		return 22;
-	if (chance(&f->r, 30)) {
-		fd = xp_open();
-		if (fd < 0)
-			return 23;
-		segid = f->sh->segs[rnd(&f->r, FZ_SLOTS)].segid;
-		if (!xp_get(fd, segid, XPMEM_RDONLY, &apid) &&
-		    !xp_attach(fd, apid, 0, PG, 0, &a))
-			touch((uint8_t *)(uintptr_t)a, 0, 0);
-		/* exit cleans up */
-	}
-	return 0;
-}
-
-static void op_fork(struct fz *f)
-{
-	char how[64];
-	pid_t pid;
-	int st;
-
-	pid = fork_child();
-	if (pid < 0) {
-		if (errno != ENOMEM && errno != EAGAIN)
-			fz_fail(f, "fork: %s", strerror(errno));
-		return;
-	}
-	if (pid == 0) {
-		crash_addr_slot = NULL;
-		_exit(fz_child(f));
-	}
-	f->forks++;
-	if (wait_bounded(pid, &st, 120))
-		fz_fail(f, "fork child %d did not exit within 120s", pid);
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		describe_status(st, how, sizeof(how));
-		fz_fail(f, "fork child: %s (20: own memory faulted, 21: "
-			"uninherited page accessible, 22: parent's fd usable)", how);
-	}
-	f->ok[f->op]++;
-}
-
-/* close and reopen the device: our segments and permits go away */
-/*
- * An attachment over its own source (issue 20): a scratch range of this
- * process is exported and unmapped, then attached without FIXED (the
- * kernel's next choice is that very hole) and moved onto its source with
- * mremap(MREMAP_FIXED); neither may land there, and a split of the
- * attachment in its middle (page tables present) returns.  Self-contained:
- * the scratch range lies outside the arena and is gone at the end.
- */
-static void op_selfplace(struct fz *f)
-{
-	const size_t len = 4UL << 20;
-	int64_t segid, apid;
-	uint64_t va;
-	void *src, *to;
-
-	src = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (src == MAP_FAILED)
-		return;
-	if (xp_make(f->fd, (uintptr_t)src, len, 0600, &segid)) {
-		munmap(src, len);
-		return;
-	}
-	munmap(src, len);
-	if (xp_get(f->fd, segid, XPMEM_RDWR, &apid))
-		goto remove;
-	if (xp_attach(f->fd, apid, 0, len, 0, &va))
-		goto release;
-	if (va < (uintptr_t)src + len && (uintptr_t)src < va + len)
-		fz_fail(f, "attach without FIXED at 0x%llx over its own source 0x%llx",
-			(unsigned long long)va, (unsigned long long)(uintptr_t)src);
-	munmap((void *)(uintptr_t)(va + len / 2 + PG), PG);
-	to = mremap((void *)(uintptr_t)va, len / 2, len / 2,
-		    MREMAP_MAYMOVE | MREMAP_FIXED, src);
-	if (to != MAP_FAILED)
-		fz_fail(f, "mremap of an attachment onto its own source at %p",
-			to);
-	xp_detach(f->fd, va + len - PG);
-	f->ok[f->op]++;
-release:
-	xp_release(f->fd, apid);
-remove:
-	xp_remove(f->fd, segid);
-}
-
-static void op_reopen(struct fz *f)
-{
-	int i;
-
-	close(f->fd);
-	for (i = 0; i < FZ_SEGS; i++)
-		if (f->seg[i].used)
-			fz_seg_removed(f, i);
-	for (i = 0; i < FZ_PERMS; i++) {
-		if (!f->perm[i].used)
-			continue;
-		sh_lock(&f->sh->lock);
-		for (int j = 0; j < FZ_SLOTS; j++)
-			if (f->sh->apids[j].apid == f->perm[i].apid)
-				f->sh->apids[j].released = 1;
-		sh_unlock(&f->sh->lock);
-		f->dead[f->ndead++ % 16] = f->perm[i].apid;
-		memset(&f->perm[i], 0, sizeof(f->perm[i]));
-	}
-	/* attachments stay mapped (dead); unmap them */
-	for (i = 0; i < FZ_ATTS; i++)
-		if (f->atts[i].used)
-			fz_att_gone(f, i, 1);
-	f->fd = xp_open();
-	if (f->fd < 0)
-		fz_fail(f, "reopen %s: %s", XPMEM_DEV_PATH, strerror(errno));
-	f->ok[f->op]++;
-}
-
-/* Read all of @path into @buf (NUL-terminated); bytes read or -errno. */
-static long read_file(const char *path, char *buf, size_t len)
-{
-	size_t n = 0;
-	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while (n < len - 1 && (r = read(fd, buf + n, len - 1 - n)) > 0)
-		n += (size_t)r;
-	close(fd);
-	buf[n] = 0;
-	return (long)n;
-}
-
-/*
- * Read the /proc/xpmem-objects file of a random fuzz process (another
- * uid's: EACCES; one closing its device: ENOENT) while they all change
- * their objects, and our own, which must list every segment we hold.
- */
-static void op_proc(struct fz *f)
-{
-	static char buf[1 << 16];
-	char path[64], want[48];
-	pid_t pid = f->sh->procs[rnd(&f->r, FZ_MAXPROCS)].pid;
-	long n;
-	int i;
-
-	if (pid > 0 && pid != f->pid) {
-		snprintf(path, sizeof(path), "/proc/xpmem-objects/%d", (int)pid);
-		n = read_file(path, buf, sizeof(buf));
-		if (n < 0 && n != -EACCES && n != -ENOENT)
-			fz_fail(f, "read %s: %s", path, strerror((int)-n));
-	}
-	snprintf(path, sizeof(path), "/proc/xpmem-objects/%d", (int)f->pid);
-	n = read_file(path, buf, sizeof(buf));
-	if (n < 0)
-		fz_fail(f, "read %s: %s", path, strerror((int)-n));
-	for (i = 0; i < FZ_SEGS && n < (long)sizeof(buf) - 1; i++) {
-		if (!f->seg[i].used)
-			continue;
-		snprintf(want, sizeof(want), "segment %#llx ",
-			 (unsigned long long)f->seg[i].segid);
-		if (!strstr(buf, want))
-			fz_fail(f, "%s does not list our segment %#llx",
-				path, (unsigned long long)f->seg[i].segid);
-	}
-	f->ok[f->op]++;
-}
-
-static int fz_pick_op(struct fz *f)
-{
-	unsigned long x = rnd(&f->r, 1000), acc = 0;
-	int i;
-
-	if (rnd(&f->r, 2000) == 0)
-		return FZ_FORK;		/* 0.5 per mille */
-	for (i = 0; i < FZ_NOPS; i++) {
-		acc += fz_weight[i];
-		if (x < acc)
-			return i;
-	}
-	return FZ_TOUCH;	/* not reached */
-}
-
-/*
- * EXT_COPY (or EXT_POPULATE) with a random permit, range, local buffer
- * and flags, through the ioctl or, in batches of up to four, through the
- * worker's io_uring.  The local side of a copy from a segment is the
- * worker's scratch buffer (valid), one of its PROT_NONE or read-only
- * pages, or a kernel address; of a copy to a segment (only where the
- * segment's bytes are arena pages), any arena page.
- * What must fail: a bad flag or reserved word, a permit that is not
- * ours, COPY_TO through a read-only one.  A copy never reports more
- * bytes than asked for.
- */
-static void op_copy(struct fz *f)
-{
-	struct xpmem_ext_copy x[4];
-	struct xpmem_ext_populate pp[4];
-	int must_fail[4], pop[4], n = 1, i, pi;
-	struct io_uring_cqe *cqe;
-	int ring = f->have_ring && chance(&f->r, 40);
-	uint64_t want[4];
-	long r;
-
-	if (ring)
-		n = 1 + rnd(&f->r, 4);
-	for (i = 0; i < n; i++) {
-		struct fz_perm *pm = NULL;
-		uint64_t len = 1 + rnd(&f->r, 4 * PG);
-
-		memset(&x[i], 0, sizeof(x[i]));
-		memset(&pp[i], 0, sizeof(pp[i]));
-		must_fail[i] = 0;
-		pop[i] = chance(&f->r, 15);
-		if (pop[i]) {
-			long p = fz_find(f, chance(&f->r, 70) ? PK_ATT : -1, -1);
-
-			if (p < 0)
-				p = rnd(&f->r, FZ_PAGES);
-			pp[i].vaddr = (uintptr_t)pg_addr(f, p);
-			pp[i].len = (1 + rnd(&f->r, 8)) * PG;
-			pp[i].flags = rnd(&f->r, 2);
-			if (chance(&f->r, 5)) {
-				pp[i].flags |= 2;
-				must_fail[i] = 1;
-			}
-			continue;
-		}
-		pi = chance(&f->r, 85) ? FZ_PICK(f, f->perm) : -1;
-		if (pi >= 0) {
-			pm = &f->perm[pi];
-			x[i].apid = pm->apid;
-		} else {
-			x[i].apid = chance(&f->r, 50) ? fz_guess(f) :
-				    f->sh->apids[rnd(&f->r, FZ_SLOTS)].apid;
-			pi = fz_own_perm(f, x[i].apid);
-			pm = pi < 0 ? NULL : &f->perm[pi];
-			must_fail[i] = !pm;
-		}
-		x[i].offset = pm && chance(&f->r, 90) && pm->slen > len ?
-			rnd(&f->r, (pm->slen - len) < (1UL << 30) ?
-			    pm->slen - len : 1UL << 30) :
-			rnd(&f->r, 1UL << 40);
-		/* mostly where the owner has memory: its arena */
-		if (pm && chance(&f->r, 60)) {
-			uint64_t a = (uintptr_t)pg_addr(f, rnd(&f->r, FZ_PAGES)) +
-				     rnd(&f->r, PG);
-
-			if (a >= pm->svaddr && a - pm->svaddr + len <= pm->slen)
-				x[i].offset = a - pm->svaddr;
-		}
-		x[i].len = len;
-		/*
-		 * Writes go only into arena memory: a segment may be a whole
-		 * address space, and a random offset into it the owner's
-		 * stack.  A permit that is not ours writes nothing (EACCES).
-		 */
-		if (chance(&f->r, 50) &&
-		    (!pm || in_arena(f, pm->svaddr + x[i].offset, len))) {
-			x[i].flags = XPMEM_EXT_COPY_TO;
-			x[i].addr = (uintptr_t)pg_addr(f, rnd(&f->r, FZ_PAGES));
-			if (pm && !pm->rdwr)
-				must_fail[i] = 1;
-		} else {
-			switch (rnd(&f->r, 8)) {
-			case 0:
-				x[i].addr = (uintptr_t)f->scr + PG;
-				break;
-			case 1:
-				x[i].addr = (uintptr_t)f->scr + 2 * PG;
-				break;
-			case 2:
-				x[i].addr = KADDR;
-				break;
-			default:
-				x[i].addr = (uintptr_t)f->buf;
-				break;
-			}
-		}
-		if (chance(&f->r, 5)) {
-			x[i].flags |= 0x4U << rnd(&f->r, 29);
-			must_fail[i] = 1;
-		}
-		if (chance(&f->r, 5)) {
-			x[i].reserved[rnd(&f->r, 3)] = 1;
-			must_fail[i] = 1;
-		}
-	}
-	f->ext_copies += n;
-	f->ops[f->op] += n - 1;		/* counted per command */
-	for (i = 0; i < n; i++) {
-		want[i] = pop[i] ? 0 : x[i].len;
-		if (!ring) {
-			r = xp_ioctl(f->fd, pop[i] ? XPMEM_CMD_EXT_POPULATE :
-				     XPMEM_CMD_EXT_COPY,
-				     pop[i] ? (void *)&pp[i] : (void *)&x[i]);
-			if (r > (long)want[i])
-				fz_fail(f, "EXT_COPY of %llu bytes returned %ld",
-					(unsigned long long)want[i], r);
-			fz_check(f, r, must_fail[i], "EXT_COPY");
-			continue;
-		}
-		{
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&f->ring);
-
-			if (!sqe)
-				fz_fail(f, "no free SQE in an idle ring");
-			memset(sqe, 0, sizeof(*sqe));
-			sqe->opcode = IORING_OP_URING_CMD;
-			sqe->fd = f->fd;
-			sqe->cmd_op = pop[i] ? XPMEM_CMD_EXT_POPULATE :
-				      XPMEM_CMD_EXT_COPY;
-			sqe->addr3 = pop[i] ? (uintptr_t)&pp[i] :
-				     (uintptr_t)&x[i];
-			sqe->user_data = i;
-			/*
-			 * Some name the registered buffer: those whose
-			 * bytes lie in it copy, the others fail (EFAULT,
-			 * EINVAL for a vector), and what must fail still
-			 * does.
-			 */
-			if (!pop[i] && f->have_fixed && chance(&f->r, 30)) {
-				sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
-				sqe->buf_index = chance(&f->r, 95) ? 0 : 1;
-			}
-		}
-	}
-	if (!ring)
-		return;
-	f->uring_cmds += n;
-	/*
-	 * An SQE io_uring refuses at prep (a bad buffer index) ends the
-	 * submission there with its error in a CQE: submit the rest again.
-	 */
-	for (i = 0; i < n; i += r) {
-		r = io_uring_submit(&f->ring);
-		if (r <= 0)
-			fz_fail(f, "io_uring_submit of %d xpmem commands: %ld",
-				n - (int)i, r);
-	}
-	for (i = 0; i < n; i++) {
-		if (io_uring_wait_cqe(&f->ring, &cqe))
-			fz_fail(f, "io_uring_wait_cqe failed");
-		r = cqe->res;
-		if (cqe->user_data >= (uint64_t)n)
-			fz_fail(f, "CQE with unknown tag %llu",
-				(unsigned long long)cqe->user_data);
-		if (r > (long)want[cqe->user_data])
-			fz_fail(f, "ring EXT_COPY of %llu bytes returned %ld",
-				(unsigned long long)want[cqe->user_data], r);
-		fz_check(f, r, must_fail[cqe->user_data], "ring EXT_COPY");
-		io_uring_cqe_seen(&f->ring, cqe);
-	}
-}
-
-static int fz_worker(struct fz_shared *sh, uint8_t *arena, int id,
-		     uint64_t seed, long nops)
-{
-	struct fz *f = &F;
-	uint8_t frame;
-	uint64_t t;
-	long i;
-	int op;
-
-	memset(f, 0, sizeof(*f));
-	rng_init(&f->r, seed, id);
-	f->sh = sh;
-	f->id = id;
-	f->pid = getpid();
-	f->arena = arena;
-	memset(f->att, -1, sizeof(f->att));
-	memset(f->inh, 1, sizeof(f->inh));	/* the reservation is inherited */
-	/* odd workers run as alice / bob: the permission checks matter */
-	if (id & 1) {
-		f->uid = f->gid = 1000 + (id / 2) % 2;
-		if (setgroups(0, NULL) || setresgid(f->gid, f->gid, f->gid) ||
-		    setresuid(f->uid, f->uid, f->uid))
-			return 2;
-	}
-	f->fd = xp_open();
-	f->scr = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	f->buf = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	f->memfd = memfd_create("xpmem-stress", MFD_CLOEXEC);
-	f->secretfd = syscall(SYS_memfd_secret, 0);
-	f->tmpfd = open("/tmp", O_TMPFILE | O_RDWR, 0600);
-	if (f->fd < 0 || f->scr == MAP_FAILED || f->buf == MAP_FAILED ||
-	    f->memfd < 0 || f->tmpfd < 0 ||
-	    pipe2(f->pfd, O_NONBLOCK | O_CLOEXEC) ||
-	    ftruncate(f->memfd, FZ_ARENA) || ftruncate(f->tmpfd, 4 * PG) ||
-	    mprotect(f->scr + PG, PG, PROT_NONE) ||
-	    mprotect(f->scr + 2 * PG, PG, PROT_READ))
-		return 3;
-	if (f->secretfd >= 0 && ftruncate(f->secretfd, FZ_SECRET_PAGES * PG)) {
-		close(f->secretfd);
-		f->secretfd = -1;
-	}
-	if (f->secretfd >= 0)
-		sh->secretmem = 1;
-	f->have_ring = !io_uring_queue_init(8, &f->ring, 0);
-	if (f->have_ring) {
-		/* the gup buffer, registered: ring copies may name it */
-		struct iovec reg = { f->buf, 4 * PG };
-
-		f->have_fixed = !io_uring_register_buffers(&f->ring, &reg, 1);
-	}
-	sh->procs[id].pid = f->pid;
-	sh->procs[id].uid = f->uid;
-	sh->procs[id].addr[0] = (uintptr_t)&frame;
-	sh->procs[id].addr[1] = (uintptr_t)&fz_worker;
-	sh->procs[id].addr[2] = (uintptr_t)&F;
-	sh->procs[id].addr[3] = (uintptr_t)sbrk(0) - PG;
-	sh->procs[id].addr[4] = getauxval(AT_SYSINFO_EHDR);
-	crash_addr_slot = &sh->crash_addr[id];
-	probe_install();
-
-	for (i = 0; i < nops && !sh->failed; i++) {
-		f->opi = i;
-		op = fz_pick_op(f);
-		f->op = op;
-		sh->procs[id].op = op;
-		sh->procs[id].opi = i;
-		f->ops[op]++;
-		t = now_ns();
-		switch (op) {
-		case FZ_MAKE:
-		case FZ_MAKE_BAD:
-			op_make(f, op == FZ_MAKE_BAD);
-			break;
-		case FZ_REMOVE:
-			op_remove(f);
-			break;
-		case FZ_GET:
-			op_get(f);
-			break;
-		case FZ_RELEASE:
-			op_release(f);
-			break;
-		case FZ_ATTACH:
-			op_attach(f);
-			break;
-		case FZ_DETACH:
-			op_detach(f);
-			break;
-		case FZ_JUNK:
-			op_junk(f);
-			break;
-		case FZ_TOUCH:
-			op_touch(f);
-			break;
-		case FZ_MMAP:
-			op_mmap(f);
-			break;
-		case FZ_MUNMAP:
-			op_munmap(f);
-			break;
-		case FZ_MREMAP:
-			op_mremap(f);
-			break;
-		case FZ_MPROTECT:
-			op_mprotect(f);
-			break;
-		case FZ_MADVISE:
-			op_madvise(f);
-			break;
-		case FZ_GUP:
-			op_gup(f);
-			break;
-		case FZ_FORK:
-			op_fork(f);
-			break;
-		case FZ_REOPEN:
-			op_reopen(f);
-			break;
-		case FZ_PROC:
-			op_proc(f);
-			break;
-		case FZ_COPY:
-			op_copy(f);
-			break;
-		case FZ_SELFPLACE:
-			op_selfplace(f);
-			break;
-		}
-		f->ns[op] += now_ns() - t;
-	}
-	sh->procs[id].opi = i;
-	/* clean up what is left: the counters must return to the baseline */
-	for (i = 0; i < FZ_PERMS; i++)
-		if (f->perm[i].used)
-			op_release_perm(f, i);
-	for (i = 0; i < FZ_SEGS; i++)
-		if (f->seg[i].used)
-			op_remove_own(f, i);
-	for (i = 0; i < FZ_ATTS; i++)
-		if (f->atts[i].used)
-			fz_att_gone(f, i, 1);
-	close(f->fd);
-	for (i = 0; i < FZ_NOPS; i++) {
-		__atomic_fetch_add(&sh->ops[i], f->ops[i], __ATOMIC_RELAXED);
-		__atomic_fetch_add(&sh->ok[i], f->ok[i], __ATOMIC_RELAXED);
-		__atomic_fetch_add(&sh->ns[i], f->ns[i], __ATOMIC_RELAXED);
-	}
-	__atomic_fetch_add(&sh->touches, f->touches, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->sigbus, f->sigbus, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->sigsegv, f->sigsegv, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->refused, f->refused, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->selfmaps, f->selfmaps, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->forks, f->forks, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->ext_attaches, f->ext_attaches, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->ext_makes, f->ext_makes, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->ext_gets, f->ext_gets, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->ext_copies, f->ext_copies, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->uring_cmds, f->uring_cmds, __ATOMIC_RELAXED);
-	return 0;
-}
-
 TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 {
 	struct fz_shared *sh = map_shared(sizeof(*sh));
-	uint8_t *arena = reserve_aligned(FZ_ARENA, 512 * PG);
+	uint8_t *arena = reserve_aligned(FZ_ARENA, 512 * PAGE);
 	int n = P.procs, i, st, live, lp[2], bad = 0;
 	long per = (P.fuzz_ops + n - 1) / n, done, ok = 0;
 	pid_t pids[FZ_MAXPROCS] = { 0 };
@@ -2795,10 +428,10 @@ struct ks_shared {
 struct ks_victim {
 	struct rng r;
 	int fd, efd;
-	int64_t segid;
+	xpmem_segid_t segid;
 	uint8_t *buf;		/* owner: exported memory */
 	uint8_t *win;		/* attacher: the fixed attach window */
-	int64_t apid;
+	xpmem_apid_t apid;
 	uint64_t off;
 	int whole;
 	pthread_mutex_t rlock;
@@ -2830,25 +463,25 @@ static void ks_owner_churn(struct ks_victim *v)
 
 	switch (ks_rnd(v, 5)) {
 	case 0:
-		mmap(v->buf + p * PG, n * PG, PROT_READ | PROT_WRITE,
+		mmap(v->buf + p * PAGE, n * PAGE, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-		v->buf[p * PG] = 1;
+		v->buf[p * PAGE] = 1;
 		break;
 	case 1:
-		mprotect(v->buf + p * PG, n * PG, PROT_READ);
-		mprotect(v->buf + p * PG, n * PG, PROT_READ | PROT_WRITE);
+		mprotect(v->buf + p * PAGE, n * PAGE, PROT_READ);
+		mprotect(v->buf + p * PAGE, n * PAGE, PROT_READ | PROT_WRITE);
 		break;
 	case 2:
-		madvise(v->buf + p * PG, n * PG, MADV_DONTNEED);
+		madvise(v->buf + p * PAGE, n * PAGE, MADV_DONTNEED);
 		break;
 	case 3:
-		q = mmap(NULL, 8 * PG, PROT_READ | PROT_WRITE,
+		q = mmap(NULL, 8 * PAGE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (q != MAP_FAILED)
-			munmap(q, 8 * PG);
+			munmap(q, 8 * PAGE);
 		break;
 	default:
-		memset(v->buf + p * PG, (int)n, PG);
+		memset(v->buf + p * PAGE, (int)n, PAGE);
 		break;
 	}
 }
@@ -2856,16 +489,17 @@ static void ks_owner_churn(struct ks_victim *v)
 /* owner: make, get, attach, touch, detach, release, remove its own */
 static void ks_owner_self(struct ks_victim *v)
 {
-	int64_t seg2, apid2;
-	uint64_t a;
+	xpmem_segid_t seg2;
+	xpmem_apid_t apid2;
+	void *a;
 
-	if (xp_make(v->fd, (uintptr_t)v->buf + ks_rnd(v, KS_PAGES / 2) * PG,
-		    PG * (1 + ks_rnd(v, KS_PAGES / 2)), 0600, &seg2))
+	if (xp_make(v->fd, v->buf + ks_rnd(v, KS_PAGES / 2) * PAGE,
+		    PAGE * (1 + ks_rnd(v, KS_PAGES / 2)), 0600, &seg2))
 		return;
 	if (!xp_get(v->fd, seg2, XPMEM_RDWR, &apid2)) {
-		if (!xp_attach(v->fd, apid2, 0, PG, 0, &a)) {
+		if (!xp_attach(v->fd, apid2, 0, PAGE, NULL, &a)) {
 			/* SIGBUS when the churn made it read-only */
-			touch((uint8_t *)(uintptr_t)a, 1, 1);
+			touch(a, 1, 1);
 			if (ks_rnd(v, 2))
 				xp_detach(v->fd, a);
 		}
@@ -2878,25 +512,25 @@ static void ks_owner_self(struct ks_victim *v)
 /* attacher: fault the window (SIGBUS/SIGSEGV are expected) */
 static void ks_fault(struct ks_victim *v)
 {
-	touch(v->win + ks_rnd(v, KS_PAGES) * PG, ks_rnd(v, 2), 1);
+	touch(v->win + ks_rnd(v, KS_PAGES) * PAGE, ks_rnd(v, 2), 1);
 }
 
 /* attacher: detach and re-attach the window, or a second permit */
 static void ks_reattach(struct ks_victim *v)
 {
-	int64_t apid2;
-	uint64_t a;
+	xpmem_apid_t apid2;
+	void *a;
 
 	if (ks_rnd(v, 2)) {
-		xp_detach(v->fd, (uintptr_t)v->win);
-		xp_attach(v->fd, v->apid, v->off, KS_PAGES * PG, (uintptr_t)v->win,
-			  &a);
+		xp_detach(v->fd, v->win);
+		xp_attach(v->fd, v->apid, v->off, KS_PAGES * PAGE, v->win, &a);
 		return;
 	}
 	if (xp_get(v->fd, v->segid, XPMEM_RDONLY, &apid2))
 		return;
-	if (!xp_attach(v->fd, apid2, v->off, PG * (1 + ks_rnd(v, 4)), 0, &a)) {
-		touch((uint8_t *)(uintptr_t)a, 0, 0);
+	if (!xp_attach(v->fd, apid2, v->off, PAGE * (1 + ks_rnd(v, 4)), NULL,
+		       &a)) {
+		touch(a, 0, 0);
 		if (ks_rnd(v, 2))
 			xp_detach(v->fd, a);
 	}
@@ -2932,21 +566,21 @@ static int ks_start(void *(*fn)(void *), struct ks_victim *v)
  */
 static int ks_owner(struct ks_victim *v, int wfd, int self, int exit_after)
 {
-	uint64_t a;
+	void *a;
 	long i;
 
 	v->fd = xp_open();
 	if (v->fd < 0)
 		return 40;
-	v->buf = mmap(NULL, KS_PAGES * PG, PROT_READ | PROT_WRITE,
+	v->buf = mmap(NULL, KS_PAGES * PAGE, PROT_READ | PROT_WRITE,
 		      ks_rnd(v, 2) ? MAP_SHARED | MAP_ANONYMOUS :
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (v->buf == MAP_FAILED)
 		return 41;
-	memset(v->buf, 0x5a, KS_PAGES * PG);
+	memset(v->buf, 0x5a, KS_PAGES * PAGE);
 	v->whole = ks_rnd(v, 2);
-	if (xp_make(v->fd, v->whole ? 0 : (uintptr_t)v->buf,
-		    v->whole ? XPMEM_MAXADDR_SIZE : KS_PAGES * PG, 0666, &v->segid))
+	if (xp_make(v->fd, v->whole ? NULL : v->buf,
+		    v->whole ? XPMEM_MAXADDR_SIZE : KS_PAGES * PAGE, 0666, &v->segid))
 		return 42;
 	v->off = v->whole ? (uintptr_t)v->buf : 0;
 	if (wfd >= 0) {
@@ -2959,10 +593,10 @@ static int ks_owner(struct ks_victim *v, int wfd, int self, int exit_after)
 	}
 	probe_install();
 	if (self) {
-		v->win = reserve_aligned(KS_PAGES * PG, PG);
+		v->win = reserve_aligned(KS_PAGES * PAGE, PAGE);
 		if (!v->win || xp_get(v->fd, v->segid, XPMEM_RDWR, &v->apid) ||
-		    xp_attach(v->fd, v->apid, v->off, KS_PAGES * PG,
-			      (uintptr_t)v->win, &a))
+		    xp_attach(v->fd, v->apid, v->off, KS_PAGES * PAGE, v->win,
+			      &a))
 			return 45;
 		if (ks_start(ks_thread, v))
 			return 46;
@@ -2988,7 +622,8 @@ static int ks_owner(struct ks_victim *v, int wfd, int self, int exit_after)
 /* The attacher: the main thread faults, a second one (re)attaches. */
 static int ks_attacher(struct ks_victim *v, int rfd)
 {
-	uint64_t msg[2], a;
+	uint64_t msg[2];
+	void *a;
 
 	if (read(rfd, msg, sizeof(msg)) != sizeof(msg))
 		return 0;	/* the owner died before it made the segment */
@@ -2997,11 +632,11 @@ static int ks_attacher(struct ks_victim *v, int rfd)
 	v->fd = xp_open();
 	if (v->fd < 0)
 		return 50;
-	v->win = reserve_aligned(KS_PAGES * PG, PG);
+	v->win = reserve_aligned(KS_PAGES * PAGE, PAGE);
 	if (!v->win)
 		return 51;
 	if (xp_get(v->fd, v->segid, XPMEM_RDWR, &v->apid) ||
-	    xp_attach(v->fd, v->apid, v->off, KS_PAGES * PG, (uintptr_t)v->win, &a))
+	    xp_attach(v->fd, v->apid, v->off, KS_PAGES * PAGE, v->win, &a))
 		return 0;	/* the owner is gone already */
 	probe_install();
 	if (ks_start(ks_thread, v))
@@ -3225,12 +860,6 @@ TEST_F_TIMEOUT(stress, kill_storm, tmo(300, 900, 14400))
 
 /* ==== 3. concurrency ===================================================== */
 
-/* The children of one case: reaped with a bound, exit 0 expected. */
-struct kids {
-	pid_t pid[4];
-	int n;
-};
-
 /*
  * Run for P.seconds, rounded up to whole windows of P.window seconds; in
  * every window each counter must advance.  The clock is poll() on the
@@ -3325,7 +954,7 @@ static void thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 struct oc_shared {
 	volatile long owner_it, faults, reattach;
 	volatile int stop, stop_att;
-	int64_t segid;
+	xpmem_segid_t segid;
 	long sigbus, sigsegv, bad, final_sigbus, final_other;
 	uint64_t bad_val;
 	long bad_idx;
@@ -3334,7 +963,7 @@ struct oc_shared {
 struct oc_att {
 	struct oc_shared *sh;
 	int fd;
-	int64_t apid;
+	xpmem_apid_t apid;
 	uint8_t *win;
 	int tid;
 };
@@ -3345,14 +974,14 @@ static void oc_tag(uint8_t *b, unsigned long p, unsigned long k, uint64_t gen)
 
 	for (i = p; i < p + k; i++)
 		if (i < OC_PAGES / 2)
-			*(volatile uint64_t *)(b + i * PG) = (uint64_t)i << 32 | gen;
+			*(volatile uint64_t *)(b + i * PAGE) = (uint64_t)i << 32 | gen;
 }
 
 static int oc_owner(struct oc_shared *sh, int shared, int wfd, uint64_t seed)
 {
 	int flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS;
-	uint8_t *b = reserve_aligned(OC_PAGES * PG, 512 * PG);
-	uint8_t *park = reserve_aligned(OC_PAGES * PG, PG);
+	uint8_t *b = reserve_aligned(OC_PAGES * PAGE, 512 * PAGE);
+	uint8_t *park = reserve_aligned(OC_PAGES * PAGE, PAGE);
 	unsigned long p, k;
 	uint64_t gen = 1;
 	struct rng r;
@@ -3361,11 +990,11 @@ static int oc_owner(struct oc_shared *sh, int shared, int wfd, uint64_t seed)
 
 	rng_init(&r, seed, 77);
 	if (fd < 0 || !b || !park ||
-	    mmap(b, OC_PAGES * PG, PROT_READ | PROT_WRITE, flags | MAP_FIXED,
+	    mmap(b, OC_PAGES * PAGE, PROT_READ | PROT_WRITE, flags | MAP_FIXED,
 		 -1, 0) != b)
 		return 60;
 	oc_tag(b, 0, OC_PAGES, gen);
-	if (xp_make(fd, (uintptr_t)b, OC_PAGES * PG, 0600, &sh->segid) ||
+	if (xp_make(fd, b, OC_PAGES * PAGE, 0600, &sh->segid) ||
 	    write(wfd, "g", 1) != 1)
 		return 61;
 	while (!sh->stop) {
@@ -3374,34 +1003,34 @@ static int oc_owner(struct oc_shared *sh, int shared, int wfd, uint64_t seed)
 		gen++;
 		switch (rnd(&r, 6)) {
 		case 0:
-			if (munmap(b + p * PG, k * PG) ||
-			    mmap(b + p * PG, k * PG, PROT_READ | PROT_WRITE,
-				 flags | MAP_FIXED, -1, 0) != b + p * PG)
+			if (munmap(b + p * PAGE, k * PAGE) ||
+			    mmap(b + p * PAGE, k * PAGE, PROT_READ | PROT_WRITE,
+				 flags | MAP_FIXED, -1, 0) != b + p * PAGE)
 				return 62;
 			oc_tag(b, p, k, gen);
 			break;
 		case 1:		/* away and back: contents preserved */
-			if (mremap(b + p * PG, k * PG, k * PG,
-				   MREMAP_MAYMOVE | MREMAP_FIXED, park + p * PG) ==
+			if (mremap(b + p * PAGE, k * PAGE, k * PAGE,
+				   MREMAP_MAYMOVE | MREMAP_FIXED, park + p * PAGE) ==
 			    MAP_FAILED) {
 				/* EFAULT: the range spans two mappings */
 				if (errno != EFAULT)
 					return 63;
-				mmap(park + p * PG, k * PG, PROT_NONE, MAP_PRIVATE |
+				mmap(park + p * PAGE, k * PAGE, PROT_NONE, MAP_PRIVATE |
 				     MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 				break;
 			}
-			if (mremap(park + p * PG, k * PG, k * PG,
-				   MREMAP_MAYMOVE | MREMAP_FIXED, b + p * PG) ==
+			if (mremap(park + p * PAGE, k * PAGE, k * PAGE,
+				   MREMAP_MAYMOVE | MREMAP_FIXED, b + p * PAGE) ==
 			    MAP_FAILED)
 				return 64;
 			/* the park range is a hole now: reserve it again */
-			mmap(park + p * PG, k * PG, PROT_NONE, MAP_PRIVATE |
+			mmap(park + p * PAGE, k * PAGE, PROT_NONE, MAP_PRIVATE |
 			     MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 			break;
 		case 2:
-			if (mprotect(b + p * PG, k * PG, PROT_READ) ||
-			    mprotect(b + p * PG, k * PG, PROT_READ | PROT_WRITE))
+			if (mprotect(b + p * PAGE, k * PAGE, PROT_READ) ||
+			    mprotect(b + p * PAGE, k * PAGE, PROT_READ | PROT_WRITE))
 				return 65;
 			break;
 		case 3:		/* fork, then write: COW breaks in the owner */
@@ -3413,7 +1042,7 @@ static int oc_owner(struct oc_shared *sh, int shared, int wfd, uint64_t seed)
 			oc_tag(b, p, k, gen);
 			break;
 		case 4:
-			if (madvise(b + p * PG, k * PG, MADV_DONTNEED))
+			if (madvise(b + p * PAGE, k * PAGE, MADV_DONTNEED))
 				return 67;
 			oc_tag(b, p, k, gen);
 			break;
@@ -3440,7 +1069,7 @@ static void *oc_faulter(void *arg)
 	while (!sh->stop_att) {
 		i = rnd(&r, OC_PAGES);
 		if (i < OC_PAGES / 2) {
-			sig = touch_read64((uint64_t *)(a->win + i * PG), &v);
+			sig = touch_read64((uint64_t *)(a->win + i * PAGE), &v);
 			/* 0 (a fresh page) or the owner's tag for this page */
 			if (!sig && v && v >> 32 != i) {
 				__atomic_fetch_add(&sh->bad, 1, __ATOMIC_RELAXED);
@@ -3448,7 +1077,7 @@ static void *oc_faulter(void *arg)
 				sh->bad_idx = i;
 			}
 		} else {
-			sig = touch_write64((uint64_t *)(a->win + i * PG) + a->tid,
+			sig = touch_write64((uint64_t *)(a->win + i * PAGE) + a->tid,
 					    (uint64_t)i << 32 | 0x80000000u);
 		}
 		if (sig == SIGBUS)
@@ -3463,7 +1092,7 @@ static void *oc_faulter(void *arg)
 static void *oc_reattacher(void *arg)
 {
 	struct oc_att *a = arg;
-	uint64_t got;
+	void *got;
 	long next = 0;
 	int over = 0;
 
@@ -3474,10 +1103,9 @@ static void *oc_reattacher(void *arg)
 			sched_yield();
 		/* sometimes attach over the live attachment without detaching */
 		if (!(over++ % 4) ||
-		    xp_attach(a->fd, a->apid, 0, OC_PAGES * PG, (uintptr_t)a->win, &got)) {
-			xp_detach(a->fd, (uintptr_t)a->win);
-			xp_attach(a->fd, a->apid, 0, OC_PAGES * PG, (uintptr_t)a->win,
-				  &got);
+		    xp_attach(a->fd, a->apid, 0, OC_PAGES * PAGE, a->win, &got)) {
+			xp_detach(a->fd, a->win);
+			xp_attach(a->fd, a->apid, 0, OC_PAGES * PAGE, a->win, &got);
 		}
 		a->sh->reattach++;
 	}
@@ -3488,8 +1116,8 @@ static int oc_attacher(struct oc_shared *sh, int rfd, int gofd)
 {
 	struct oc_att a[3];
 	pthread_t t[3];
-	uint64_t got, keep;
-	int64_t apid;
+	void *got, *keep;
+	xpmem_apid_t apid;
 	char c;
 	int fd, i, sig;
 	uint8_t *win;
@@ -3497,10 +1125,10 @@ static int oc_attacher(struct oc_shared *sh, int rfd, int gofd)
 	if (read(rfd, &c, 1) != 1)
 		return 70;
 	fd = xp_open();
-	win = reserve_aligned(OC_PAGES * PG, 512 * PG);
+	win = reserve_aligned(OC_PAGES * PAGE, 512 * PAGE);
 	if (fd < 0 || !win || xp_get(fd, sh->segid, XPMEM_RDWR, &apid) ||
-	    xp_attach(fd, apid, 0, OC_PAGES * PG, (uintptr_t)win, &got) ||
-	    xp_attach(fd, apid, 0, OC_PAGES * PG, 0, &keep))
+	    xp_attach(fd, apid, 0, OC_PAGES * PAGE, win, &got) ||
+	    xp_attach(fd, apid, 0, OC_PAGES * PAGE, NULL, &keep))
 		return 71;
 	for (i = 0; i < 3; i++) {
 		a[i] = (struct oc_att){ .sh = sh, .fd = fd, .apid = apid,
@@ -3515,7 +1143,7 @@ static int oc_attacher(struct oc_shared *sh, int rfd, int gofd)
 		pthread_join(t[i], NULL);
 	/* owner exit revokes the attachment: every access is SIGBUS */
 	for (i = 0; i < OC_PAGES; i++) {
-		sig = touch((uint8_t *)(uintptr_t)keep + i * PG, 0, 0);
+		sig = touch((uint8_t *)keep + i * PAGE, 0, 0);
 		if (sig == SIGBUS)
 			sh->final_sigbus++;
 		else
@@ -3592,7 +1220,7 @@ TEST_F_TIMEOUT(stress, owner_churn_shared, tmo(120, 180, 1200))
 struct lv_shared {
 	volatile long owner_it, faults;
 	volatile int stop;
-	int64_t segid;
+	xpmem_segid_t segid;
 	uint64_t buf;
 	long sigs;
 };
@@ -3610,13 +1238,13 @@ static void *lv_mapper(void *arg)
 	int i;
 
 	while (!sh->stop) {
-		q = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE,
+		q = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (q == MAP_FAILED)
 			_exit(80);
 		for (i = 0; i < 4; i++)
-			q[i * PG] = 1;
-		munmap(q, 4 * PG);
+			q[i * PAGE] = 1;
+		munmap(q, 4 * PAGE);
 		__atomic_fetch_add(&sh->owner_it, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
@@ -3624,16 +1252,16 @@ static void *lv_mapper(void *arg)
 
 static int lv_owner(struct lv_shared *sh, int wfd)
 {
-	uint8_t *b = mmap(NULL, LV_PAGES * PG, PROT_READ | PROT_WRITE,
+	uint8_t *b = mmap(NULL, LV_PAGES * PAGE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int fd = xp_open();
 	pthread_t t;
 
 	if (fd < 0 || b == MAP_FAILED)
 		return 81;
-	memset(b, 0x3c, LV_PAGES * PG);
+	memset(b, 0x3c, LV_PAGES * PAGE);
 	sh->buf = (uintptr_t)b;
-	if (xp_make(fd, 0, XPMEM_MAXADDR_SIZE, 0600, &sh->segid) ||
+	if (xp_make(fd, NULL, XPMEM_MAXADDR_SIZE, 0600, &sh->segid) ||
 	    write(wfd, "g", 1) != 1)
 		return 82;
 	thread_start(&t, lv_mapper, sh);
@@ -3659,8 +1287,8 @@ static void *lv_faulter(void *arg)
 	probe_install();
 	while (!sh->stop) {
 		/* drop our PTEs so that the next access faults again */
-		madvise(la->a, LV_PAGES * PG, MADV_DONTNEED);
-		sig = touch(la->a + rnd(&r, LV_PAGES) * PG, 0, 0);
+		madvise(la->a, LV_PAGES * PAGE, MADV_DONTNEED);
+		sig = touch(la->a + rnd(&r, LV_PAGES) * PAGE, 0, 0);
 		if (sig && !sh->stop)
 			__atomic_fetch_add(&sh->sigs, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&sh->faults, 1, __ATOMIC_RELAXED);
@@ -3672,8 +1300,8 @@ static int lv_attacher(struct lv_shared *sh, int rfd)
 {
 	struct lv_att la[2];
 	pthread_t t[2];
-	int64_t apid;
-	uint64_t a;
+	xpmem_apid_t apid;
+	void *a;
 	int fd, i;
 	char c;
 
@@ -3681,10 +1309,10 @@ static int lv_attacher(struct lv_shared *sh, int rfd)
 		return 83;
 	fd = xp_open();
 	if (fd < 0 || xp_get(fd, sh->segid, XPMEM_RDONLY, &apid) ||
-	    xp_attach(fd, apid, sh->buf, LV_PAGES * PG, 0, &a))
+	    xp_attach(fd, apid, sh->buf, LV_PAGES * PAGE, NULL, &a))
 		return 84;
 	for (i = 0; i < 2; i++) {
-		la[i] = (struct lv_att){ .sh = sh, .a = (uint8_t *)(uintptr_t)a,
+		la[i] = (struct lv_att){ .sh = sh, .a = a,
 					 .tid = i };
 		thread_start(&t[i], lv_faulter, &la[i]);
 	}
@@ -3741,7 +1369,7 @@ TEST_F_TIMEOUT(stress, fault_vs_owner_mmap, tmo(120, 180, 1200))
 
 struct mk_side {
 	volatile long w_it, m_it;
-	int64_t segid;
+	xpmem_segid_t segid;
 	uint64_t buf;
 	long sigs;
 };
@@ -3767,13 +1395,13 @@ static void *mk_writer(void *arg)
 	rng_init(&r, 9, (uintptr_t)m->me);
 	probe_install();
 	while (!m->sh->stop) {
-		madvise(m->a, MK_PAGES * PG, MADV_DONTNEED);
+		madvise(m->a, MK_PAGES * PAGE, MADV_DONTNEED);
 		for (j = 0; j < 4; j++) {
 			p = rnd(&r, MK_PAGES);
 			/* read (maps read-only), then write: ->mkwrite */
-			sig = touch(m->a + p * PG, 0, 0);
+			sig = touch(m->a + p * PAGE, 0, 0);
 			if (!sig)
-				sig = touch(m->a + p * PG + 64, 1, (uint8_t)j);
+				sig = touch(m->a + p * PAGE + 64, 1, (uint8_t)j);
 			if (sig && !m->sh->stop)
 				__atomic_fetch_add(&m->me->sigs, 1, __ATOMIC_RELAXED);
 		}
@@ -3785,34 +1413,34 @@ static void *mk_writer(void *arg)
 static int mk_side(struct mk_shared *sh, int i, int rfd, int wfd)
 {
 	struct mk_side *me = &sh->side[i], *peer = &sh->side[!i];
-	uint8_t *b = mmap(NULL, MK_PAGES * PG, PROT_READ | PROT_WRITE,
+	uint8_t *b = mmap(NULL, MK_PAGES * PAGE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *q;
 	struct mk_ctx m = { .sh = sh, .me = me };
 	int fd = xp_open();
-	int64_t apid;
+	xpmem_apid_t apid;
 	pthread_t t;
-	uint64_t a;
+	void *a;
 	char c;
 
 	if (fd < 0 || b == MAP_FAILED)
 		return 85;
-	memset(b, i + 1, MK_PAGES * PG);
+	memset(b, i + 1, MK_PAGES * PAGE);
 	me->buf = (uintptr_t)b;
-	if (xp_make(fd, 0, XPMEM_MAXADDR_SIZE, 0600, &me->segid) ||
+	if (xp_make(fd, NULL, XPMEM_MAXADDR_SIZE, 0600, &me->segid) ||
 	    write(wfd, "r", 1) != 1 || read(rfd, &c, 1) != 1)
 		return 86;
 	if (xp_get(fd, peer->segid, XPMEM_RDWR, &apid) ||
-	    xp_attach(fd, apid, peer->buf, MK_PAGES * PG, 0, &a))
+	    xp_attach(fd, apid, peer->buf, MK_PAGES * PAGE, NULL, &a))
 		return 87;
-	m.a = (uint8_t *)(uintptr_t)a;
+	m.a = a;
 	thread_start(&t, mk_writer, &m);
 	while (!sh->stop) {
-		q = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE,
+		q = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (q == MAP_FAILED)
 			return 88;
 		q[0] = 1;
-		munmap(q, 16 * PG);
+		munmap(q, 16 * PAGE);
 		me->m_it++;
 	}
 	pthread_join(t, NULL);
@@ -3892,8 +1520,8 @@ static uint64_t mf_word(int round, int page)
 TEST_F_TIMEOUT(stress, madv_free_writes, tmo(60, 120, 1200))
 {
 	int rounds = P.level == 0 ? 5 : P.level == 1 ? 20 : 200;
-	static const unsigned int offs[] = { 0, 2048, PG - 8 };
-	struct { long lost, checked; int64_t segid; } *sh = map_shared(sizeof(*sh));
+	static const unsigned int offs[] = { 0, 2048, PAGE - 8 };
+	struct { long lost, checked; xpmem_segid_t segid; } *sh = map_shared(sizeof(*sh));
 	int to_att[2], to_own[2], r, j, o;
 	struct kids k = { .n = 2 };
 	char c;
@@ -3904,23 +1532,29 @@ TEST_F_TIMEOUT(stress, madv_free_writes, tmo(60, 120, 1200))
 	k.pid[0] = fork_child();
 	ASSERT_LE(0, k.pid[0]);
 	if (!k.pid[0]) {
-		uint8_t *b = mmap(NULL, MF_PAGES * PG, PROT_READ | PROT_WRITE,
+		uint8_t *b = mmap(NULL, MF_PAGES * PAGE, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		int fd = xp_open();
+		cpu_set_t one;
 
+		/* madvise drains the LRU batches of the CPU it runs on */
+		CPU_ZERO(&one);
+		CPU_SET(0, &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			_exit(6);
 		if (b == MAP_FAILED || fd < 0 ||
-		    xp_make(fd, (uintptr_t)b, MF_PAGES * PG, 0600, &sh->segid))
+		    xp_make(fd, b, MF_PAGES * PAGE, 0600, &sh->segid))
 			_exit(1);
 		for (r = 0; r < rounds; r++) {
-			memset(b, 0x11, MF_PAGES * PG);
-			if (madvise(b, MF_PAGES * PG, MADV_FREE) ||
+			memset(b, 0x11, MF_PAGES * PAGE);
+			if (madvise(b, MF_PAGES * PAGE, MADV_FREE) ||
 			    write(to_att[1], "w", 1) != 1 || read(to_own[0], &c, 1) != 1)
 				_exit(2);
 			/* reclaim discards clean lazy-free pages */
-			madvise(b, MF_PAGES * PG, MADV_PAGEOUT);
+			madvise(b, MF_PAGES * PAGE, MADV_PAGEOUT);
 			for (j = 0; j < MF_PAGES; j++) {
 				for (o = 0; o < 3; o++)
-					if (*(uint64_t *)(b + j * PG + offs[o]) !=
+					if (*(uint64_t *)(b + j * PAGE + offs[o]) !=
 					    mf_word(r, j))
 						break;
 				sh->lost += o < 3;
@@ -3933,19 +1567,19 @@ TEST_F_TIMEOUT(stress, madv_free_writes, tmo(60, 120, 1200))
 	ASSERT_LE(0, k.pid[1]);
 	if (!k.pid[1]) {
 		int fd = xp_open();
-		int64_t apid;
-		uint64_t a;
+		xpmem_apid_t apid;
+		void *a;
 
 		for (r = 0; r < rounds; r++) {
 			if (read(to_att[0], &c, 1) != 1)
 				_exit(3);
 			if (!r && (fd < 0 || xp_get(fd, sh->segid, XPMEM_RDWR, &apid) ||
-				   xp_attach(fd, apid, 0, MF_PAGES * PG, 0, &a)))
+				   xp_attach(fd, apid, 0, MF_PAGES * PAGE, NULL, &a)))
 				_exit(4);
 			for (j = 0; j < MF_PAGES; j++)
 				for (o = 0; o < 3; o++)
-					*(volatile uint64_t *)(uintptr_t)(a + j * PG +
-									 offs[o]) = mf_word(r, j);
+					*(volatile uint64_t *)((uint8_t *)a + j * PAGE +
+							       offs[o]) = mf_word(r, j);
 			if (write(to_own[1], "d", 1) != 1)
 				_exit(5);
 		}
@@ -3986,7 +1620,7 @@ static const char *const fi_names[FI_NOPS] = {
 };
 
 struct fi_shared {
-	int64_t segid[2];
+	xpmem_segid_t segid[2];
 	uint64_t off[2];
 	long calls[FI_NOPS], enomem[FI_NOPS], fails[FI_NOPS];
 	int failed;
@@ -4098,12 +1732,12 @@ static void fi_rec(struct fi_shared *sh, int op, long r)
 			 fi_names[op], -r, strerror(-r));
 }
 
-static void fi_touch(struct fi_shared *sh, int op, uint64_t a, int write)
+static void fi_touch(struct fi_shared *sh, int op, void *a, int write)
 {
 	int i, sig, bad = 0;
 
 	for (i = 0; i < 8; i++) {
-		sig = touch((uint8_t *)(uintptr_t)a + i * PG, write, (uint8_t)i);
+		sig = touch((uint8_t *)a + i * PAGE, write, (uint8_t)i);
 		bad |= sig;
 	}
 	/* a fault that cannot allocate is retried or SIGBUS */
@@ -4112,23 +1746,25 @@ static void fi_touch(struct fi_shared *sh, int op, uint64_t a, int write)
 
 static int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 {
-	uint8_t *b = mmap(NULL, FI_PAGES * PG, PROT_READ | PROT_WRITE,
+	uint8_t *b = mmap(NULL, FI_PAGES * PAGE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int64_t segid, apid, papid, psegid;
-	uint64_t a, pa, off;
+	xpmem_segid_t segid, psegid;
+	xpmem_apid_t apid, papid;
+	void *a, *pa;
+	uint64_t off;
 	struct rng r;
 	long i, ret;
 	int fd, whole;
 
 	if (b == MAP_FAILED)
 		return 1;
-	memset(b, 0x77, FI_PAGES * PG);
+	memset(b, 0x77, FI_PAGES * PAGE);
 	rng_init(&r, seed, me);
 	probe_install();
 	if (set_make_it_fail(1))
 		return 2;
 	for (i = 0; i < rounds; i++) {
-		a = pa = 0;
+		a = pa = NULL;
 		apid = papid = segid = -1;
 		fd = xp_open();
 		fi_rec(sh, FI_OPEN, fd < 0 ? -errno : 0);
@@ -4136,16 +1772,22 @@ static int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 			continue;
 		whole = chance(&r, 30);
 		off = whole ? (uintptr_t)b : 0;
-		ret = xp_make(fd, whole ? 0 : (uintptr_t)b,
-			      whole ? XPMEM_MAXADDR_SIZE : FI_PAGES * PG, 0666, &segid);
+		ret = xp_make(fd, whole ? NULL : b,
+			      whole ? XPMEM_MAXADDR_SIZE : FI_PAGES * PAGE, 0666, &segid);
+		if (ret)
+			segid = -1;
 		fi_rec(sh, FI_MAKE, ret);
 		if (!ret) {
 			sh->off[me] = off;
 			sh->segid[me] = segid;
 			ret = xp_get(fd, segid, XPMEM_RDWR, &apid);
+			if (ret)
+				apid = -1;
 			fi_rec(sh, FI_GET, ret);
 			if (!ret) {
-				ret = xp_attach(fd, apid, off, 16 * PG, 0, &a);
+				ret = xp_attach(fd, apid, off, 16 * PAGE, NULL, &a);
+				if (ret)
+					a = NULL;
 				fi_rec(sh, FI_ATTACH, ret);
 				if (!ret)
 					fi_touch(sh, FI_FAULT, a, chance(&r, 50));
@@ -4156,30 +1798,33 @@ static int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 		ret = xp_get(fd, psegid, XPMEM_RDONLY, &papid);
 		fi_rec(sh, FI_GET_PEER, ret == -ENOENT || ret == -EINVAL ? 0 : ret);
 		if (!ret) {
-			ret = xp_attach(fd, papid, sh->off[!me], 8 * PG, 0, &pa);
+			ret = xp_attach(fd, papid, sh->off[!me], 8 * PAGE, NULL,
+					&pa);
+			if (ret)
+				pa = NULL;
 			fi_rec(sh, FI_ATTACH_PEER, ret == -ENOENT ? 0 :
 			       ret == -EINVAL ? 0 : ret);
 			if (!ret)
 				fi_touch(sh, FI_FAULT_PEER, pa, 0);
 			if (!ret && chance(&r, 50)) {
 				fi_rec(sh, FI_DETACH, xp_detach(fd, pa));
-				pa = 0;
+				pa = NULL;
 			}
 			if (chance(&r, 70))
 				fi_rec(sh, FI_RELEASE, xp_release(fd, papid));
 		}
 		/* owner-side changes under our own attachment */
-		if (munmap(b + 8 * PG, 8 * PG) ||
-		    mmap(b + 8 * PG, 8 * PG, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != b + 8 * PG)
+		if (munmap(b + 8 * PAGE, 8 * PAGE) ||
+		    mmap(b + 8 * PAGE, 8 * PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != b + 8 * PAGE)
 			fi_rec(sh, FI_OWNER_MM, -errno);
 		else
 			fi_rec(sh, FI_OWNER_MM, 0);
-		madvise(b, 4 * PG, MADV_DONTNEED);
+		madvise(b, 4 * PAGE, MADV_DONTNEED);
 		if (segid > 0 && !chance(&r, 20)) {
 			if (a && chance(&r, 50)) {
 				fi_rec(sh, FI_DETACH, xp_detach(fd, a));
-				a = 0;
+				a = NULL;
 			}
 			if (chance(&r, 70))
 				fi_rec(sh, FI_RELEASE, apid > 0 ? xp_release(fd, apid) : 0);
@@ -4189,9 +1834,9 @@ static int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 		fi_rec(sh, FI_CLOSE, close(fd) ? -errno : 0);
 		/* attachments outlive the fd: unmap what is left */
 		if (a)
-			munmap((void *)(uintptr_t)a, 16 * PG);
+			munmap(a, 16 * PAGE);
 		if (pa)
-			munmap((void *)(uintptr_t)pa, 8 * PG);
+			munmap(pa, 8 * PAGE);
 	}
 	set_make_it_fail(0);
 	return 0;

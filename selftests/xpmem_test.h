@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * xpmem_test.h - helpers shared by the xpmem_* selftests: raw classic
- * ioctl wrappers, the stats counters, a SIGBUS/SIGSEGV probe, byte
- * patterns, pipes between processes and child process handling.
+ * ioctl wrappers, the stats counters, SIGBUS/SIGSEGV probes, byte
+ * patterns, pipes and descriptors between processes, child process
+ * handling and the module's limit parameters.
  *
  * Everything is static inline so that a suite using only some of the
  * helpers still builds with -Wall -Werror.
@@ -12,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stddef.h>
@@ -22,7 +24,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,11 +36,23 @@
 
 #define PAGE		4096UL
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open		434
+#endif
+
 /* ---- raw ioctl wrappers: 0 or -errno ------------------------------------ */
 
 static inline int xp_open(void)
 {
 	return open(XPMEM_DEV_PATH, O_RDWR | O_CLOEXEC);
+}
+
+/* An ioctl's non-negative result (EXT_COPY: bytes copied), or -errno. */
+static inline long xp_ioctl_ret(int fd, unsigned long cmd, void *arg)
+{
+	long ret = ioctl(fd, cmd, arg);
+
+	return ret < 0 ? -errno : ret;
 }
 
 static inline int xp_ioctl(int fd, unsigned long cmd, void *arg)
@@ -86,9 +102,7 @@ static inline int xp_attach(int fd, xpmem_apid_t apid, off_t off, size_t size,
 /* EXT_COPY: bytes copied, or -errno. */
 static inline long xp_ext_copy(int fd, struct xpmem_ext_copy *c)
 {
-	long ret = ioctl(fd, XPMEM_CMD_EXT_COPY, c);
-
-	return ret < 0 ? -errno : ret;
+	return xp_ioctl_ret(fd, XPMEM_CMD_EXT_COPY, c);
 }
 
 static inline int xp_detach(int fd, void *addr)
@@ -112,35 +126,126 @@ static inline int xp_remove(int fd, xpmem_segid_t segid)
 	return xp_ioctl(fd, XPMEM_CMD_REMOVE, &c);
 }
 
+/*
+ * Whole-address-space segments are made as MPI runtimes make them: from
+ * the lowest page (WHOLE_BASE) with XPMEM_MAXADDR_SIZE, so the segment
+ * offset of an address is its distance from WHOLE_BASE.
+ */
+#define WHOLE_BASE	PAGE
+
+/* MAKE the caller's whole address space, from WHOLE_BASE to the top. */
+static inline int make_whole(int fd, int mode, xpmem_segid_t *segid)
+{
+	return xp_make(fd, (void *)WHOLE_BASE, XPMEM_MAXADDR_SIZE, mode, segid);
+}
+
+/* Offset of @addr in a segment made by make_whole(). */
+static inline off_t whole_off(const void *addr)
+{
+	return (off_t)((uintptr_t)addr - WHOLE_BASE);
+}
+
 /* ---- helpers ------------------------------------------------------------ */
 
-static sigjmp_buf probe_env;
+/*
+ * SIGBUS/SIGSEGV probes.  probe_install() sets a handler for both signals
+ * in the process; touch() then reads or writes a byte and reports the
+ * signal the access raised, in any thread.  A fault outside touch() is
+ * recorded in *crash_addr_slot (if set) and kills the process as usual.
+ */
+static __thread sigjmp_buf probe_env;
+static __thread volatile sig_atomic_t probing;
+static volatile uint64_t *crash_addr_slot;
 
-static inline void probe_handler(int sig)
+static inline void probe_fault_handler(int sig, siginfo_t *si, void *uc)
 {
-	siglongjmp(probe_env, sig);
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	(void)uc;
+	if (probing) {
+		probing = 0;
+		siglongjmp(probe_env, sig);
+	}
+	/* Not an access we expected to fault: die of it (reported). */
+	if (crash_addr_slot)
+		*crash_addr_slot = (uint64_t)(uintptr_t)si->si_addr;
+	sigaction(sig, &dfl, NULL);
+}
+
+/* Install probe_fault_handler() for SIGBUS and SIGSEGV; the old ones in @old. */
+static inline void probe_install_save(struct sigaction old[2])
+{
+	struct sigaction sa = {
+		.sa_sigaction = probe_fault_handler,
+		.sa_flags = SA_SIGINFO | SA_NODEFER,
+	};
+
+	sigaction(SIGBUS, &sa, old ? &old[0] : NULL);
+	sigaction(SIGSEGV, &sa, old ? &old[1] : NULL);
+}
+
+static inline void probe_install(void)
+{
+	probe_install_save(NULL);
+}
+
+/* Read or write one byte; 0, or the signal (SIGBUS/SIGSEGV) it raised. */
+static inline int touch(volatile uint8_t *p, int write, uint8_t v)
+{
+	int sig;
+
+	sig = sigsetjmp(probe_env, 0);
+	if (!sig) {
+		probing = 1;
+		if (write)
+			*p = v;
+		else
+			(void)*p;
+		probing = 0;
+	}
+	return sig;
+}
+
+/* Read a 64-bit word; 0 or the signal. */
+static inline int touch_read64(volatile uint64_t *p, uint64_t *out)
+{
+	int sig;
+
+	sig = sigsetjmp(probe_env, 0);
+	if (!sig) {
+		probing = 1;
+		*out = *p;
+		probing = 0;
+	}
+	return sig;
+}
+
+static inline int touch_write64(volatile uint64_t *p, uint64_t v)
+{
+	int sig;
+
+	sig = sigsetjmp(probe_env, 0);
+	if (!sig) {
+		probing = 1;
+		*p = v;
+		probing = 0;
+	}
+	return sig;
 }
 
 /*
- * Touch @p; return 0, or the signal (SIGBUS/SIGSEGV) the access raised.
- * Not thread-safe: one probe at a time per process.
+ * Touch @p with the probe handler installed only for this access; return
+ * 0, or the signal (SIGBUS/SIGSEGV) the access raised.
  */
 static inline int probe(volatile char *p, int write, char val)
 {
-	struct sigaction sa = { .sa_handler = probe_handler }, obus, osegv;
+	struct sigaction old[2];
 	int sig;
 
-	sigaction(SIGBUS, &sa, &obus);
-	sigaction(SIGSEGV, &sa, &osegv);
-	sig = sigsetjmp(probe_env, 1);
-	if (!sig) {
-		if (write)
-			*p = val;
-		else
-			(void)*p;
-	}
-	sigaction(SIGBUS, &obus, NULL);
-	sigaction(SIGSEGV, &osegv, NULL);
+	probe_install_save(old);
+	sig = touch((volatile uint8_t *)p, write, (uint8_t)val);
+	sigaction(SIGBUS, &old[0], NULL);
+	sigaction(SIGSEGV, &old[1], NULL);
 	return sig;
 }
 
@@ -183,6 +288,23 @@ static inline void *map_anon(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* @len bytes shared with fork children. */
+static inline void *map_shared(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 /* A one-byte message channel between two processes. */
 struct chan {
 	int to_child[2];
@@ -221,14 +343,23 @@ static inline int recv_msg(int fd, void *buf, size_t len)
 	return read(fd, buf, len) == (ssize_t)len ? 0 : -1;
 }
 
-/* fork(); the child dies with its parent, so a failed test leaves no
- * process holding the device or an attachment. */
+/*
+ * fork(); the child dies with its parent, so a failed test leaves no
+ * process holding the device or an attachment, and inherits no unflushed
+ * output.
+ */
 static inline pid_t fork_child(void)
 {
-	pid_t pid = fork();
+	pid_t ppid = getpid(), pid;
 
-	if (pid == 0)
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != ppid)
+			_exit(99);
+	}
 	return pid;
 }
 
@@ -244,6 +375,135 @@ static inline int wait_child(pid_t pid)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return -1;
+}
+
+/* A wait status in words: "exit 3", "signal 9 (Killed)". */
+static inline void describe_status(int st, char *buf, size_t len)
+{
+	if (WIFEXITED(st))
+		snprintf(buf, len, "exit %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, len, "signal %d (%s)", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+	else
+		snprintf(buf, len, "status 0x%x", st);
+}
+
+/*
+ * waitpid with a bound: a process stuck in the kernel (D state) must not
+ * hang the test.  pidfd + poll; returns 0 and the status, or -1 on timeout.
+ */
+static inline int wait_bounded(pid_t pid, int *status, int seconds)
+{
+	int pfd = syscall(SYS_pidfd_open, pid, 0), r;
+	struct pollfd p;
+
+	if (pfd >= 0) {
+		p.fd = pfd;
+		p.events = POLLIN;
+		r = poll(&p, 1, seconds * 1000);
+		close(pfd);
+		if (r == 0)
+			return -1;
+	}
+	return waitpid(pid, status, 0) == pid ? 0 : -1;
+}
+
+/*
+ * The children of one test, remembered so that the fixture's teardown can
+ * end those a failed test left: no child may hold objects into the next
+ * test's baseline.
+ */
+#define KIDS_MAX	32
+
+struct kids {
+	pid_t pid[KIDS_MAX];
+	int n;
+};
+
+/* fork_child(), remembering the child in @k. */
+static inline pid_t kids_fork(struct kids *k)
+{
+	pid_t pid = fork_child();
+
+	if (pid > 0 && k->n < KIDS_MAX)
+		k->pid[k->n++] = pid;
+	return pid;
+}
+
+/*
+ * Kill and reap the children of @k still alive.  Bounded: a child that
+ * SIGKILL cannot end within 10 s (hung in the kernel) is left behind.
+ */
+static inline void kids_reap(struct kids *k)
+{
+	int i, st, pidfd;
+
+	for (i = 0; i < k->n; i++) {
+		pid_t pid = k->pid[i];
+		struct pollfd pfd;
+
+		/* reaped already (ECHILD), or exited just now */
+		if (waitpid(pid, &st, WNOHANG) != 0)
+			continue;
+		pidfd = syscall(SYS_pidfd_open, pid, 0);
+		kill(pid, SIGKILL);
+		if (pidfd >= 0) {
+			pfd = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+			poll(&pfd, 1, 10000);
+			close(pidfd);
+		}
+		waitpid(pid, &st, WNOHANG);
+	}
+	k->n = 0;
+}
+
+/* Send descriptor @fd over the unix socket @sock (SCM_RIGHTS); 0 or -1. */
+static inline int send_fd(int sock, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char c = 'f';
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+/* Receive a descriptor sent with send_fd() (close-on-exec); it or -1. */
+static inline int recv_fd(int sock)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_level != SOL_SOCKET ||
+	    cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
 }
 
 /* In a child: open the device, GET and ATTACH; 0 or a line number. */
