@@ -30,7 +30,7 @@ DESTDIR    ?=
 
 # Kernel build dir for `make module`: default is the newest installed one.
 KDIR       ?= $(shell ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n 1)
-KERNELS    ?= debian-6.1 debian-6.12 debug-6.12
+KERNELS    ?= debian-6.1 debian-6.12 debug-6.12 bullseye-5.10 sid-7.2
 LINUX_SRC_TAR ?= /usr/src/linux-source-6.12.tar.xz
 
 # Standard variables are honoured: CC, CPPFLAGS, CFLAGS, LDFLAGS (e.g.

@@ -21,9 +21,6 @@
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal	424
 #endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23
-#endif
 
 #include "kselftest_harness.h"
 #include "xpmem_test.h"
@@ -121,7 +118,7 @@ static void *abba_holder(void *p)
 	if (!big)
 		return (void *)1;
 	while (abba_running(sh)) {
-		if (madvise(big, ABBA_BIG, MADV_POPULATE_WRITE) ||
+		if (populate_write(big, ABBA_BIG) ||
 		    madvise(big, ABBA_BIG, MADV_DONTNEED))
 			return (void *)2;
 		__atomic_add_fetch(&sh->holds[arg->i], 1, __ATOMIC_RELAXED);
@@ -432,6 +429,8 @@ static void mrelease_rounds(struct __test_metadata *_metadata,
 {
 	int reaped = 0, esrch = 0, eagain = 0, other = 0, round;
 
+	if (syscall(SYS_process_mrelease, -1, 0) < 0 && errno == ENOSYS)
+		SKIP(return, "process_mrelease: ENOSYS (the kernel predates 5.15)");
 	for (round = 0; round < MRELEASE_ROUNDS; round++) {
 		int pidfd, err;
 		struct chan ch;
@@ -455,7 +454,7 @@ static void mrelease_rounds(struct __test_metadata *_metadata,
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 			if (mem == MAP_FAILED ||
 			    madvise(mem, MRELEASE_BYTES, MADV_NOHUGEPAGE) ||
-			    madvise(mem, MRELEASE_BYTES, MADV_POPULATE_WRITE))
+			    populate_write(mem, MRELEASE_BYTES))
 				_exit(1);
 			memset(mem, 1, 16 * PAGE);
 			fd = xp_open();

@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+
+#include "uring_probe.h"
 #include "xpmem_sysfs.h"
 #include "xpmem_uapi.h"
 
@@ -286,6 +288,28 @@ static inline void *map_anon(size_t len)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
+
+/*
+ * Fault in [@p, @p + @len) for writing: MADV_POPULATE_WRITE (5.14), or a
+ * write to each page where the kernel predates it (EINVAL).  The fallback
+ * does not hold the mmap_lock across the range as the madvise does.
+ */
+static inline int populate_write(void *p, size_t len)
+{
+	volatile char *c = p;
+
+	if (!madvise(p, len, MADV_POPULATE_WRITE))
+		return 0;
+	if (errno != EINVAL)
+		return -1;
+	for (size_t i = 0; i < len; i += PAGE)
+		c[i] = c[i];
+	return 0;
 }
 
 /* @len bytes shared with fork children. */

@@ -450,13 +450,14 @@ EOF
 # tree, with a throw-away signing key; then the module's version and
 # vermagic.  Fails if anything under /lib/modules or /var/lib/dkms changed.
 check_dkms() {
-	local kver=$1 tree=$W/dkms-$1 stamp ko ref vm want changed d
-	local -a host=()
+	local kver=$1 ksrc=${2:-} tree=$W/dkms-$1 stamp ko ref vm want changed d
+	local -a host=() src=()
+	[ -z "$ksrc" ] || src=(--kernelsourcedir "$ksrc")
 	mkdir -p "$tree"
 	stamp=$tree/.stamp
 	touch "$stamp"
 	export mok_signing_key=$tree/mok.key mok_certificate=$tree/mok.pub
-	if ! dkms build -m xpmem -v "$VERSION" -k "$kver" \
+	if ! dkms build -m xpmem -v "$VERSION" -k "$kver" "${src[@]}" \
 		--sourcetree "$R/usr/src" --dkmstree "$tree"; then
 		cat "$tree/xpmem/$VERSION/build/make.log" 2>/dev/null || true
 		die "dkms build for $kver"
@@ -600,8 +601,20 @@ start install "3. install into the scratch root build/pkg/root" check_install
 collect install
 
 # The checks that use the installed root, concurrently.  DKMS: the newest
-# headers of the 6.1 and of the 6.12 series installed here.
+# headers of the 6.1 and of the 6.12 series installed here, and each kernel
+# tree named in DKMS_TREES (the test kernels built from source, whose
+# releases have no /lib/modules here).
 kernels=()
+for d in ${DKMS_TREES:-}; do
+	if k=$(cat "$d/include/config/kernel.release" 2>/dev/null); then
+		kernels+=("$k")
+		start "dkms-$k" "5. dkms build for $k (tree $d)" check_dkms "$k" "$d"
+	else
+		kernels+=("${d##*/}")
+		start "dkms-${d##*/}" "5. dkms build for ${d##*/}" \
+			die "$d is not a configured kernel tree"
+	fi
+done
 for series in 6.1 6.12; do
 	k=""
 	for d in /lib/modules/"$series".*/build /lib/modules/"$series"-*/build; do

@@ -9,16 +9,17 @@
 #   sid-7.2        Debian sid's linux-source-7.2 (fetch-kernel-source.sh)
 #
 # Extracts the tarball into OUTDIR/linux-source-X.Y, configures it as
-# tinyconfig + selftests/vm/debug.config (+ selftests/vm/NAME.config if
-# present), checks that every option of the fragments survived (an option
+# tinyconfig + selftests/vm/base.config (+ debug.config for debug-6.12:
+# KASAN, lockdep, kmemleak) (+ selftests/vm/NAME.config if present), checks that every option of the fragments survived (an option
 # this kernel's Kconfig does not know at all is reported and skipped: the
 # kernel predates the feature), and builds bzImage plus the in-tree modules
 # (the latter writes Module.symvers, which out-of-tree module builds need).
 # With --prepare it stops after `make modules_prepare`: enough to compile
 # the module (W=1, sparse), not to link it (modpost) or boot.
 #
-# The result is cached: a stamp holds a hash of the fragments, this script
-# and the tarball's identity; nothing is redone while it matches.
+# The result is cached: a stamp holds a hash of the options the fragments
+# ask for, the recipe's version below and the tarball's identity; nothing
+# is redone while it matches.
 #
 # Environment: LINUX_SRC_TAR (debug-6.12's tarball, default
 #              /usr/src/linux-source-6.12.tar.xz), JOBS (default 2).
@@ -52,14 +53,27 @@ bullseye-5.10 | sid-7.2)
 	die "unknown kernel (known: debug-6.12 bullseye-5.10 sid-7.2)" ;;
 esac
 
-fragments=("$here/debug.config")
+# Bump when the way a kernel is built changes (not for comments).
+recipe=2
+fragments=("$here/base.config")
+[ "$name" = debug-6.12 ] && fragments+=("$here/debug.config")
 [ -f "$here/$name.config" ] && fragments+=("$here/$name.config")
+
+# The fragments' lines that mean something, the last about an option
+# winning (NAME.config overrides base.config, as merge_config.sh does).
+effective_lines() {
+	cat "${fragments[@]}" | sed -n -e 's/^\(CONFIG_[A-Za-z0-9_]*\)=.*/\1 &/p' \
+		-e 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set$/\1 &/p' |
+		awk '{ opt = $1; sub(/^[^ ]* /, ""); last[opt] = $0; order[opt] = NR }
+		     END { for (o in last) print order[o] "\t" last[o] }' |
+		sort -n | cut -f2-
+}
 
 src_id=$(stat -c '%s %Y' "$tarball")
 if [ "$series" = 6.12 ] && command -v dpkg-query >/dev/null 2>&1; then
 	src_id="$src_id $(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || true)"
 fi
-want=$( { echo "$src_id"; cat "${fragments[@]}" "$0"; } | sha256sum | cut -d' ' -f1)
+want=$( { echo "recipe $recipe $src_id"; effective_lines | sort; } | sha256sum | cut -d' ' -f1)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)	# absolute: we cd into the tree below
 tree=$out/linux-source-$series
@@ -101,15 +115,6 @@ else
 	# dependencies are missing: verify every line of the fragments.  An
 	# option no Kconfig file of this kernel declares is a feature the
 	# kernel predates: reported, not fatal.
-	# The last line about an option wins (NAME.config overrides
-	# debug.config, as merge_config.sh does).
-	effective_lines() {
-		cat "${fragments[@]}" | sed -n -e 's/^\(CONFIG_[A-Za-z0-9_]*\)=.*/\1 &/p' \
-			-e 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set$/\1 &/p' |
-			awk '{ opt = $1; sub(/^[^ ]* /, ""); last[opt] = $0; order[opt] = NR }
-			     END { for (o in last) print order[o] "\t" last[o] }' |
-			sort -n | cut -f2-
-	}
 	known() { grep -rqs --include='Kconfig*' -E "^[[:space:]]*(menu)?config ${1#CONFIG_}\$" .; }
 	bad=0
 	while IFS= read -r line; do

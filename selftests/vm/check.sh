@@ -52,12 +52,29 @@ rm -f "$B/host/result"
 selftests/vm/run-host-tests.sh "$B/host" "${hosts[@]}"
 add host "$B/host/result" $?
 
+# The test kernels built from source, first: the package check builds the
+# module with dkms against each of them too.  A kernel that fails to build
+# fails its VM run below (run.sh tries again and says why).
+trees=()
+for k in "$@"; do
+	case "$k" in
+	debug-* | bullseye-* | sid-*)
+		if selftests/vm/build-kernel.sh "$k" "$B/$k"; then
+			case "$B" in
+			/*) trees+=("$B/$k/linux-source-${k##*-}") ;;
+			*) trees+=("$top/$B/$k/linux-source-${k##*-}") ;;
+			esac
+		fi ;;
+	esac
+done
+
 # Man pages (man/check.sh: man --warnings, lexgrog, .so links) and the
 # Debian packages (build, lintian, install into a scratch root, a classic
-# program through pkg-config, dkms build for both Debian kernels).
+# program through pkg-config, dkms build for both Debian kernels and for
+# each kernel built from source).
 add_script man "$B/results/man.log" sh man/check.sh
 if [ -x selftests/pkg/check.sh ]; then
-	add_script pkg "$B/results/pkg.log" selftests/pkg/check.sh
+	add_script pkg "$B/results/pkg.log" env DKMS_TREES="${trees[*]}" selftests/pkg/check.sh
 fi
 
 for k in "$@"; do

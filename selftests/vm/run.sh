@@ -3,7 +3,8 @@
 #
 # Usage: selftests/vm/run.sh [--demo|--bench] KERNEL [SUITE-FILTER...]
 #   KERNEL        debian-6.1 | debian-6.12 | debug-6.12 | bullseye-5.10 |
-#                 sid-7.2 (the last three built with debug options)
+#                 sid-7.2 (the last three built from source; debug-6.12
+#                 with KASAN, lockdep and kmemleak)
 #   SUITE-FILTER  words; only suites whose name contains one of them run
 #                 (e.g. `selftests/vm/run.sh debian-6.1 xpmem_basic`)
 #   --demo        run /tools/xpmem-demo with and without the module instead
@@ -86,13 +87,13 @@ long) stress_timeout=28800 ;;
 *) die "XPMEM_STRESS/XPMEM_STRESS_STOCK: off, quick, ci or long, not '$stress'" ;;
 esac
 stress_timeout=${STRESS_TIMEOUT:-$stress_timeout}
-# The kernels built from source all have KASAN and lockdep (debug.config).
-case "$kname" in debug-* | bullseye-* | sid-*) def_timeout=1800 ;; *) def_timeout=900 ;; esac
+# Only debug-6.12 has KASAN and lockdep (debug.config): slow under TCG.
+case "$kname" in debug-*) def_timeout=1800 ;; *) def_timeout=900 ;; esac
 # Pass 2 (lib_* suites on the shm fallback, module unloaded) exercises no
 # module code, and the stock kernels run it; the debug kernel skips it
 # unless FALLBACK_PASS=1 (it costs minutes there: every file and socket is
 # slow under KASAN and TCG).
-case "$kname" in debug-* | bullseye-* | sid-*) fallback_pass=${FALLBACK_PASS:-0} ;; *) fallback_pass=${FALLBACK_PASS:-1} ;; esac
+case "$kname" in debug-*) fallback_pass=${FALLBACK_PASS:-0} ;; *) fallback_pass=${FALLBACK_PASS:-1} ;; esac
 # The default bench (3 kinds, 4K..256M, 5 repeats) takes 2-4 minutes under
 # TCG on 2 cpus (more with other VMs on the same cores); twice the usual
 # limit leaves room for larger BENCH_ARGS.
@@ -252,6 +253,12 @@ half=$((mem / 2))
 # secretmem.enable=1: memfd_secret is off by default on 6.1 (on by default
 # later; an unknown parameter is ignored).
 append="console=ttyS0,115200 rdinit=/init panic=-1 mitigations=off printk.devkmsg=on secretmem.enable=1"
+# A kernel without ACPI (base.config) does not see QEMU's NUMA topology:
+# it emulates the two nodes instead.
+if ! grep -qx 'CONFIG_ACPI=y' "$KDIR/.config" 2>/dev/null &&
+	grep -qx 'CONFIG_NUMA_EMU=y' "$KDIR/.config" 2>/dev/null; then
+	append="$append numa=fake=2"
+fi
 rm -f "$out/console.log" "$out/results.log"
 echo "run.sh[$kname]: booting $KIMAGE (${mem} MiB, $smp cpus, 2 NUMA nodes, limit ${vm_timeout}s, xpmem_stress: $stress)" >&2
 t0=$(date +%s)
