@@ -214,9 +214,16 @@ static inline size_t xpmem_fault_in_iov_iter(struct iov_iter *iter,
 	addr = (unsigned long)iov->iov_base + skip;
 	n = min3(len, iov->iov_len - skip, PAGE_SIZE - offset_in_page(addr));
 	if (dest) {
+		/*
+		 * With @unlocked the fault may drop the mmap_lock and wait
+		 * (FAULT_FLAG_ALLOW_RETRY): userfaultfd, for one, refuses a
+		 * fault that may not.
+		 */
+		bool unlocked = false;
+
 		mmap_read_lock(current->mm);
 		err = fixup_user_fault(current->mm, addr, FAULT_FLAG_WRITE,
-				       NULL);
+				       &unlocked);
 		mmap_read_unlock(current->mm);
 	} else {
 		err = fault_in_pages_readable((const char __user *)addr, n);

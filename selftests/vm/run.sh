@@ -253,12 +253,6 @@ half=$((mem / 2))
 # secretmem.enable=1: memfd_secret is off by default on 6.1 (on by default
 # later; an unknown parameter is ignored).
 append="console=ttyS0,115200 rdinit=/init panic=-1 mitigations=off printk.devkmsg=on secretmem.enable=1"
-# A kernel without ACPI (base.config) does not see QEMU's NUMA topology:
-# it emulates the two nodes instead.
-if ! grep -qx 'CONFIG_ACPI=y' "$KDIR/.config" 2>/dev/null &&
-	grep -qx 'CONFIG_NUMA_EMU=y' "$KDIR/.config" 2>/dev/null; then
-	append="$append numa=fake=2"
-fi
 rm -f "$out/console.log" "$out/results.log"
 echo "run.sh[$kname]: booting $KIMAGE (${mem} MiB, $smp cpus, 2 NUMA nodes, limit ${vm_timeout}s, xpmem_stress: $stress)" >&2
 t0=$(date +%s)
