@@ -208,15 +208,16 @@ check_copyright() {
 
 # The copy of the working tree that is packaged: tracked and untracked
 # files, not ignored ones (build/ is ignored); without git, all but build/.
-copy_tree() {
-	mkdir -p "$SRC"
+copy_tree() {	# copy_tree [DEST]: the tracked files (default DEST: $SRC)
+	local dest=${1:-$SRC}
+	mkdir -p "$dest"
 	if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 		(cd "$top" && git ls-files -z -co --exclude-standard --deduplicate |
 			while IFS= read -r -d '' f; do
 				[ -e "$f" ] || [ -L "$f" ] && printf '%s\0' "$f"
-			done | tar --null -T - -cf -) | tar -C "$SRC" -xf -
+			done | tar --null -T - -cf -) | tar -C "$dest" -xf -
 	else
-		tar -C "$top" --exclude=./build --exclude=./.git -cf - . | tar -C "$SRC" -xf -
+		tar -C "$top" --exclude=./build --exclude=./.git -cf - . | tar -C "$dest" -xf -
 	fi
 }
 
@@ -349,21 +350,9 @@ EOF
 # 4. Build a classic-API program with pkg-config cray-xpmem against the
 # scratch root and run it (no module here: the shm fallback serves it,
 # unless /dev/xpmem exists).
-check_pkgconfig() {
-	local t=$W/pkgconfig flags ver
-	mkdir -p "$t"
-	export PKG_CONFIG_SYSROOT_DIR=$R
-	export PKG_CONFIG_LIBDIR=$R/usr/lib/$MA/pkgconfig:$R/usr/share/pkgconfig
-	export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
-	for m in xpmem cray-xpmem; do
-		ver=$(pkg-config --modversion "$m")
-		[ "$ver" = "$VERSION" ] || die "pkg-config --modversion $m: '$ver', expected $VERSION"
-	done
-	flags=$(pkg-config --cflags --libs cray-xpmem)
-	echo "pkg-config --cflags --libs cray-xpmem: $flags"
-	[[ $flags == *"-I$R/usr/include"* && $flags == *"-L$R/usr/lib/$MA"* ]] ||
-		die "the flags do not point into $R"
-	cat >"$t/classic.c" <<'EOF'
+# A program of the classic libxpmem API on its own memory (checks 4 and 10).
+classic_c() {
+	cat <<'EOF'
 /* The classic libxpmem API on the caller's own memory. */
 #include <errno.h>
 #include <stdio.h>
@@ -437,6 +426,23 @@ int main(void)
 	return 0;
 }
 EOF
+}
+
+check_pkgconfig() {
+	local t=$W/pkgconfig flags ver
+	mkdir -p "$t"
+	export PKG_CONFIG_SYSROOT_DIR=$R
+	export PKG_CONFIG_LIBDIR=$R/usr/lib/$MA/pkgconfig:$R/usr/share/pkgconfig
+	export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
+	for m in xpmem cray-xpmem; do
+		ver=$(pkg-config --modversion "$m")
+		[ "$ver" = "$VERSION" ] || die "pkg-config --modversion $m: '$ver', expected $VERSION"
+	done
+	flags=$(pkg-config --cflags --libs cray-xpmem)
+	echo "pkg-config --cflags --libs cray-xpmem: $flags"
+	[[ $flags == *"-I$R/usr/include"* && $flags == *"-L$R/usr/lib/$MA"* ]] ||
+		die "the flags do not point into $R"
+	classic_c >"$t/classic.c"
 	# shellcheck disable=SC2086 # $flags is a list of options
 	${CC:-cc} -Wall -Wextra -Werror -o "$t/classic" "$t/classic.c" $flags
 	LD_LIBRARY_PATH=$LIBDIR ldd "$t/classic" | tee "$t/ldd.txt"
@@ -590,6 +596,63 @@ check_purge() {
 	[ "$left" = 0 ]
 }
 
+# 10. RPMs (rpm/xpmem.spec): rpmbuild from a tarball of the tree (without
+# its dependency check: this machine's rpm database is empty), rpmlint
+# without errors, each RPM's files the same as its Debian package's (the
+# library directory mapped; documentation, licences and man-page
+# compression aside), and the classic program built against the unpacked
+# libxpmem and libxpmem-devel RPMs with only pkg-config cray-xpmem.
+RPM_DEB=(libxpmem:libxpmem0 libxpmem-devel:libxpmem-dev xpmem-dkms:xpmem-dkms
+	 xpmem-tools:xpmem-tools)
+rpm_files() {	# rpm_files RPM LIBDIR: its files (not directories), one per line
+	rpm -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$1" |
+		awk '$1 !~ /^d/ { print $2 }' | sed -e "s|^$2/|LIBDIR/|" -e 's/\.gz$//' |
+		grep -Ev '^/usr/share/(doc|licenses)/' | sort
+}
+deb_files() {	# deb_files DEB: its files (not directories), one per line
+	dpkg-deb --fsys-tarfile "$1" | tar -t | sed -n 's|^\./|/|p' | grep -v '/$' |
+		sed -e "s|^/usr/lib/$MA/|LIBDIR/|" -e 's/\.gz$//' |
+		grep -Ev '^/usr/share/(doc|lintian)/' | sort
+}
+check_rpm() {
+	local t=$W/rpm rlib pair r d rpm deb flags out errors
+	local -a rpms
+	mkdir -p "$t/SOURCES" "$t/root"
+	copy_tree "$t/xpmem-$VERSION"
+	tar -C "$t" -cJf "$t/SOURCES/xpmem-$VERSION.tar.xz" "xpmem-$VERSION"
+	rpmbuild -ba --nodeps --define "_topdir $t" "$t/xpmem-$VERSION/rpm/xpmem.spec"
+	mapfile -t rpms < <(find "$t/RPMS" "$t/SRPMS" -name '*.rpm' | sort)
+	printf '%s\n' "${rpms[@]##*/}"
+	[ ${#rpms[@]} = 5 ] || die "expected four RPMs and a source RPM"
+	out=$(rpmlint -r "$t/xpmem-$VERSION/rpm/xpmem.rpmlintrc" "${rpms[@]}" 2>&1) || true
+	echo "$out"
+	errors=$(grep -c ': E: ' <<<"$out" || true)
+	[ "$errors" = 0 ] || die "rpmlint: $errors error(s)"
+	rlib=$(rpm --eval '%{_libdir}')
+	for pair in "${RPM_DEB[@]}"; do
+		r=${pair%%:*} d=${pair#*:}
+		rpm=$(find "$t/RPMS" -name "$r-$VERSION-*.rpm")
+		deb=$(debs | grep "/${d}_")
+		[ -n "$rpm" ] || die "no $r RPM"
+		if ! diff <(deb_files "$deb") <(rpm_files "$rpm" "$rlib"); then
+			die "$r's files differ from $d's (< .deb, > .rpm)"
+		fi
+		(cd "$t/root" && rpm2cpio "$rpm" | cpio -idm --quiet)
+	done
+	export PKG_CONFIG_SYSROOT_DIR=$t/root
+	export PKG_CONFIG_LIBDIR=$t/root$rlib/pkgconfig
+	export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
+	flags=$(pkg-config --cflags --libs cray-xpmem)
+	echo "pkg-config --cflags --libs cray-xpmem: $flags"
+	classic_c >"$t/classic.c"
+	# shellcheck disable=SC2086 # $flags is a list of options
+	${CC:-cc} -Wall -Wextra -Werror -o "$t/classic" "$t/classic.c" $flags
+	LD_LIBRARY_PATH=$t/root$rlib ldd "$t/classic" | grep -q "=> $t/root$rlib/libxpmem.so.0" ||
+		die "the program does not load libxpmem.so.0 from the unpacked RPM"
+	LD_LIBRARY_PATH=$t/root$rlib "$t/classic"
+	detail rpm "${#rpms[@]} packages, rpmlint $(grep -c ': W: ' <<<"$out" || true) warning(s), no error; files as in the .debs; classic program built and run"
+}
+
 # ------------------------------------------------------------- run --------
 
 copy_tree
@@ -635,6 +698,7 @@ start pkgconfig "4. pkg-config cray-xpmem builds and runs a classic-API program"
 start man "6. man pages: lexgrog, man --warnings, one per function and tool" check_man
 start tools "7. the tools run from the scratch root" check_tools
 start symbols "8. exported symbols: lib/libxpmem.map, xpmem_* only, dpkg-gensymbols -c4" check_symbols
+start rpm "10. RPMs: rpmbuild, rpmlint, the .debs' files, pkg-config cray-xpmem" check_rpm
 
 # Lines in order; the purge waits for everything that reads the root.
 finish lintian
@@ -647,6 +711,7 @@ done
 finish man
 finish tools
 finish symbols
+finish rpm
 run purge "9. dpkg --purge of every package leaves nothing behind" check_purge
 
 echo "$pass passed, $fail failed"

@@ -10,7 +10,8 @@
 #   test      (default; also `all`) everything the test rig needs on top:
 #             QEMU, busybox, the two Debian kernels it boots and their
 #             headers, linux-source-6.12 (kselftest header, checkpatch, the
-#             debug kernel), sparse, liburing-dev, packaging tools
+#             debug kernel), sparse, liburing-dev, packaging tools (Debian
+#             and RPM)
 #   --check   only report what is missing (exit 1 if anything is)
 set -eu
 
@@ -19,7 +20,7 @@ TEST_PKGS="$BUILD_PKGS cpio xz-utils \
 gzip util-linux perl busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
 libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
 linux-source-6.12 man-db groff-base debhelper dh-dkms lintian fakeroot dpkg-dev \
-gnuplot-nox openssl"
+gnuplot-nox openssl rpm rpmlint"
 
 mode=test
 check_only=0
