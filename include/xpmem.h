@@ -140,6 +140,11 @@ const char *xpmem_ext_backend_name(int backend);
 #define XPMEM_EXT_F_MAKEV	0x1000UL
 /* xpmem_ext_prep_copy_fixed(): copies to/from registered ring buffers */
 #define XPMEM_EXT_F_URING_FIXED	0x2000UL
+/*
+ * XPMEM_EXT_MAKE_ANY_NS: segments other IPC namespaces (containers) may
+ * get, with the authorization key (the kernel backend only)
+ */
+#define XPMEM_EXT_F_ANY_NS	0x4000UL
 
 /* xpmem_ext_features - XPMEM_EXT_F_* of the active backend; 0 if none. */
 unsigned long xpmem_ext_features(void);
@@ -172,8 +177,11 @@ void *xpmem_ext_attach(struct xpmem_addr addr, size_t size, void *vaddr,
  * xpmem_ext_make - xpmem_make() with options.
  * @vaddr, @size: as for xpmem_make()
  * @mode: the permit mode (0..0777), as XPMEM_PERMIT_MODE's value
- * @flags: 0 or XPMEM_EXT_MAKE_RDONLY (xpmem_ext_get*() grant read-only
- *         permits only, whatever the mode)
+ * @flags: 0 or more of XPMEM_EXT_MAKE_RDONLY (xpmem_ext_get*() grant
+ *         read-only permits only, whatever the mode) and
+ *         XPMEM_EXT_MAKE_ANY_NS (gets from any IPC namespace of the host
+ *         find it by its segid too, e.g. from other containers; needs
+ *         @auth, which every get must present)
  * @key, @key_len: NULL and 0, or a name of 1..XPMEM_EXT_KEY_MAX bytes
  *         (any bytes, compared in full) under which xpmem_ext_get_key()
  *         finds the segment in this IPC namespace until it is removed
@@ -181,7 +189,8 @@ void *xpmem_ext_attach(struct xpmem_addr addr, size_t size, void *vaddr,
  *         that every get of the segment must present (xpmem_get() cannot)
  *
  * Returns the segid, or -1 with errno: EEXIST for a key in use, EINVAL for
- * bad flags, lengths or mode, EOPNOTSUPP where XPMEM_EXT_F_KEYS is not in
+ * bad flags, lengths or mode (or ANY_NS without @auth), EOPNOTSUPP where
+ * XPMEM_EXT_F_KEYS (for ANY_NS: XPMEM_EXT_F_ANY_NS) is not in
  * xpmem_ext_features(), and what xpmem_make() returns.
  */
 xpmem_segid_t xpmem_ext_make(void *vaddr, size_t size, int mode,

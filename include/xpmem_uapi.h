@@ -141,6 +141,8 @@ struct xpmem_cmd_detach {
 #define XPMEM_EXT_KF_URING	0x10ULL	/* both as io_uring commands too */
 #define XPMEM_EXT_KF_MAKE_IOV	0x20ULL	/* EXT_MAKE of several buffers */
 #define XPMEM_EXT_KF_URING_FIXED 0x40ULL /* ring copies to registered buffers */
+#define XPMEM_EXT_KF_ANY_NS	0x80ULL	/* XPMEM_EXT_MAKE_ANY_NS */
+#define XPMEM_EXT_KF_HOST_IDS	0x100ULL /* host_ids=Y: segids resolve host-wide */
 
 /*
  * XPMEM_CMD_EXT_QUERY: what the module offers (as UFFDIO_API does).
@@ -201,7 +203,8 @@ struct xpmem_ext_attach {
 #define XPMEM_EXT_MAKE_KEY	0x2U	/* publish under key[0, key_len) */
 #define XPMEM_EXT_MAKE_AUTH	0x4U	/* GET must present auth[0, auth_len) */
 #define XPMEM_EXT_MAKE_IOV	0x8U	/* vaddr: size struct xpmem_ext_iov */
-#define XPMEM_EXT_MAKE_FLAGS	0xfU
+#define XPMEM_EXT_MAKE_ANY_NS	0x10U	/* GET from any IPC namespace; needs AUTH */
+#define XPMEM_EXT_MAKE_FLAGS	0x1fU
 
 /* Most buffers one segment of XPMEM_EXT_MAKE_IOV exports. */
 #define XPMEM_EXT_MAKE_IOV_MAX	256

@@ -232,6 +232,7 @@ struct xpmem_seg {
 	atomic_t nr_atts;		/* on atts (for /proc/xpmem) */
 	bool removed;			/* no new attachments or PTEs */
 	bool rdonly;			/* GET grants XPMEM_RDONLY only */
+	bool any_ns;			/* GET from any IPC namespace (auth) */
 	/* requested key (EXT_MAKE): changed under xpmem_key_lock */
 	struct rhash_head key_node;	/* in the key table while held */
 	bool key_hashed;		/* key_node is in the table */
@@ -252,6 +253,7 @@ struct xpmem_seg {
 /* What EXT_MAKE and EXT_GET add to the classic commands. */
 struct xpmem_seg_opts {
 	bool rdonly;			/* make: GET grants RDONLY only */
+	bool any_ns;			/* make: GET from any IPC namespace */
 	const u8 *key;			/* NULL, or key_len bytes */
 	u32 key_len;
 	const u8 *auth;			/* NULL, or XPMEM_EXT_AUTH_MAX bytes, */
@@ -387,6 +389,8 @@ static inline unsigned long xpmem_range_oaddr(const struct xpmem_seg_range *r,
 int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
 struct xpmem_seg *xpmem_seg_lookup(xpmem_segid_t segid);
 struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len);
+bool xpmem_seg_visible(const struct xpmem_seg *seg);
+bool xpmem_host_ids_enabled(void);
 void xpmem_seg_get(struct xpmem_seg *seg);
 void xpmem_seg_put(struct xpmem_seg *seg);
 bool xpmem_seg_owner_alive(struct xpmem_seg *seg);

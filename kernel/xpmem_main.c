@@ -197,6 +197,9 @@ static int xpmem_check_query(const struct xpmem_ext_query *q)
 static int xpmem_check_make(const struct xpmem_ext_make *cmd)
 {
 	if ((cmd->flags & ~XPMEM_EXT_MAKE_FLAGS) ||
+	    /* crossing IPC namespaces takes a secret, not just a segid */
+	    ((cmd->flags & XPMEM_EXT_MAKE_ANY_NS) &&
+	     !(cmd->flags & XPMEM_EXT_MAKE_AUTH)) ||
 	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
 	    !xpmem_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_KEY, cmd->key_len,
 				cmd->key, sizeof(cmd->key)) ||
@@ -271,6 +274,8 @@ static void xpmem_query(struct xpmem_ext_query *q)
 	q->fault_window_pages = xpmem_fault_window_pages();
 	q->features = XPMEM_EXT_KF_ATTACH | XPMEM_EXT_KF_KEYS |
 		      XPMEM_EXT_KF_COPY | XPMEM_EXT_KF_MAKE_IOV |
+		      XPMEM_EXT_KF_ANY_NS |
+		      (xpmem_host_ids_enabled() ? XPMEM_EXT_KF_HOST_IDS : 0) |
 		      (XPMEM_URING_CMDS ? XPMEM_EXT_KF_URING : 0) |
 		      (XPMEM_URING_FIXED ? XPMEM_EXT_KF_URING_FIXED : 0) |
 		      (xpmem_fault_huge_enabled() ? XPMEM_EXT_KF_HUGE_PMD : 0);
@@ -315,6 +320,7 @@ static int xpmem_ext_make(struct xpmem_ctx *ctx,
 {
 	struct xpmem_seg_opts opts = {
 		.rdonly = cmd->flags & XPMEM_EXT_MAKE_RDONLY,
+		.any_ns = cmd->flags & XPMEM_EXT_MAKE_ANY_NS,
 	};
 	struct xpmem_ext_iov one, *iov;
 	int ret;

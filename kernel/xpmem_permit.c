@@ -123,7 +123,8 @@ static bool xpmem_auth_ok(const struct xpmem_seg *seg,
  * @opts: EXT_GET's authorization key, or NULL
  * @apid: the permit's id on success
  *
- * Return: 0, -ENOENT for a removed or foreign-namespace segment or an
+ * Return: 0, -ENOENT for a removed segment, one the caller may not see
+ * (another IPC namespace's: xpmem_seg_visible()) or an
  * exited owner, -EACCES (mode bits, a read-only export asked for RDWR, a
  * missing or wrong authorization key), -ENOSPC over the max_permits
  * limit, -ENOMEM.
@@ -134,8 +135,7 @@ int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 	struct xpmem_permit *permit;
 	int ret;
 
-	if (seg->ipc_ns != current->nsproxy->ipc_ns ||
-	    !xpmem_seg_owner_alive(seg)) {
+	if (!xpmem_seg_visible(seg) || !xpmem_seg_owner_alive(seg)) {
 		ret = -ENOENT;
 		goto put_seg;
 	}

@@ -10,6 +10,7 @@
 #include <linux/cred.h>
 #include <linux/ipc_namespace.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/nsproxy.h>
 #include <linux/rhashtable.h>
 #include <linux/sched/mm.h>
@@ -126,6 +127,40 @@ void xpmem_seg_put(struct xpmem_seg *seg)
 bool xpmem_seg_owner_alive(struct xpmem_seg *seg)
 {
 	return atomic_read(&seg->mm->mm_users) > 0;
+}
+
+/*
+ * Segids resolve in the caller's IPC namespace, as System V IPC ids do,
+ * unless the module was loaded with host_ids=Y: then host-wide, as the
+ * classic modules resolve them (the permit mode and the authorization key
+ * still apply, with uids compared as the kernel's: a container's root is
+ * the host uid it maps to).  Root may change it at run time through
+ * /sys/module/xpmem/parameters/host_ids; a GET sees the value of its
+ * moment, permits granted stay.  Keys (EXT_MAKE_KEY) always name a
+ * segment within one IPC namespace.
+ */
+static bool xpmem_host_ids;
+module_param_named(host_ids, xpmem_host_ids, bool, 0644);
+MODULE_PARM_DESC(host_ids,
+		 "segids resolve host-wide, across IPC namespaces (default N)");
+
+bool xpmem_host_ids_enabled(void)
+{
+	return READ_ONCE(xpmem_host_ids);
+}
+
+/**
+ * xpmem_seg_visible - may the caller GET @seg by its segid?
+ * @seg: the segment
+ *
+ * Yes in @seg's IPC namespace; from another one only with host_ids=Y or
+ * for a segment made with XPMEM_EXT_MAKE_ANY_NS (which carries an
+ * authorization key the GET must present).
+ */
+bool xpmem_seg_visible(const struct xpmem_seg *seg)
+{
+	return seg->ipc_ns == current->nsproxy->ipc_ns || seg->any_ns ||
+	       xpmem_host_ids_enabled();
 }
 
 static void xpmem_key_fill(struct xpmem_seg_key *k, struct ipc_namespace *ns,
@@ -298,6 +333,7 @@ static int xpmem_seg_set_opts(struct xpmem_seg *seg,
 			      const struct xpmem_seg_opts *opts)
 {
 	seg->rdonly = opts->rdonly;
+	seg->any_ns = opts->any_ns;	/* xpmem_check_make(): with auth */
 	if (opts->auth) {
 		seg->auth_len = opts->auth_len;
 		memcpy(seg->auth, opts->auth, sizeof(seg->auth));

@@ -134,13 +134,19 @@ static xpmem_segid_t make(const struct xpmem_lib_make_req *req,
 
 	if (!b)
 		return fail(errno, what);
-	if ((req->flags & ~XPMEM_EXT_MAKE_RDONLY) || req->mode < 0 ||
+	if ((req->flags & ~(XPMEM_EXT_MAKE_RDONLY | XPMEM_EXT_MAKE_ANY_NS)) ||
+	    /* crossing IPC namespaces takes an authorization key */
+	    ((req->flags & XPMEM_EXT_MAKE_ANY_NS) && !req->auth) ||
+	    req->mode < 0 ||
 	    ((unsigned int)req->mode & ~XPMEM_LIB_MODE_MASK) ||
 	    !req->iov || req->iovcnt < 1 ||
 	    req->iovcnt > XPMEM_EXT_MAKE_IOV_MAX ||
 	    check_blob(req->key, req->key_len, XPMEM_EXT_KEY_MAX) ||
 	    check_blob(req->auth, req->auth_len, XPMEM_EXT_AUTH_MAX))
 		ret = -EINVAL;
+	else if ((req->flags & XPMEM_EXT_MAKE_ANY_NS) &&
+		 !(xpmem_lib_features(b) & XPMEM_EXT_F_ANY_NS))
+		ret = -EOPNOTSUPP;
 	else
 		ret = b->make(req, &segid);
 	if (ret)

@@ -210,6 +210,8 @@ static unsigned long kernel_more_features(void)
 		f |= XPMEM_EXT_F_MAKEV;
 	if (query_features & XPMEM_EXT_KF_URING_FIXED)
 		f |= XPMEM_EXT_F_URING_FIXED;
+	if (query_features & XPMEM_EXT_KF_ANY_NS)
+		f |= XPMEM_EXT_F_ANY_NS;
 	return f;
 }
 

@@ -1295,6 +1295,61 @@ TEST_F(lib, ext_make_rdonly)
 }
 
 /*
+ * XPMEM_EXT_MAKE_ANY_NS: refused without an authorization key; on the
+ * kernel backend a child in a new IPC namespace gets the segment with the
+ * key (and only with it); the shm backend says EOPNOTSUPP.
+ */
+TEST_F(lib, ext_make_any_ns)
+{
+	static const char auth[] = "rank key";
+	unsigned char *buf;
+	xpmem_segid_t segid;
+	pid_t pid;
+
+	buf = xpmem_ext_alloc(page, 0);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0x6b, page);
+	errno = 0;
+	ASSERT_EQ(-1, xpmem_ext_make(buf, page, 0666, XPMEM_EXT_MAKE_ANY_NS,
+				     NULL, 0, NULL, 0));
+	ASSERT_EQ(EINVAL, errno);
+	segid = xpmem_ext_make(buf, page, 0666, XPMEM_EXT_MAKE_ANY_NS, NULL, 0,
+			       auth, sizeof(auth));
+	if (IS_SHM) {
+		ASSERT_EQ(0, xpmem_ext_features() & XPMEM_EXT_F_ANY_NS);
+		ASSERT_EQ(-1, segid);
+		ASSERT_EQ(EOPNOTSUPP, errno);
+		ASSERT_EQ(0, xpmem_ext_free(buf));
+		return;
+	}
+	ASSERT_NE(0, xpmem_ext_features() & XPMEM_EXT_F_ANY_NS);
+	ASSERT_LT(0, segid);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct xpmem_addr a;
+		unsigned char *at;
+
+		if (unshare(CLONE_NEWIPC))
+			_exit(10);
+		if (xpmem_ext_get(segid, XPMEM_RDWR, "wrong", 5) != -1 ||
+		    errno != EACCES)
+			_exit(11);
+		a.apid = xpmem_ext_get(segid, XPMEM_RDWR, auth, sizeof(auth));
+		if (a.apid <= 0)
+			_exit(12);
+		a.offset = 0;
+		at = xpmem_attach(a, page, NULL);
+		if (at == (void *)-1 || at[0] != 0x6b || at[page - 1] != 0x6b)
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_child(pid));	/* a wait status: exit 0 */
+	ASSERT_EQ(0, xpmem_remove(segid));
+	ASSERT_EQ(0, xpmem_ext_free(buf));
+}
+
+/*
  * xpmem_ext_makev(): argument checks and one buffer; three buffers, out
  * of address order, where XPMEM_EXT_F_MAKEV says so (both backends: a
  * child attaches them as one mapping, reads each, writes across the

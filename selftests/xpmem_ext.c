@@ -622,10 +622,15 @@ TEST_F(ext, make_rejects_each_bad_field)
 	const unsigned int all = XPMEM_EXT_MAKE_KEY | XPMEM_EXT_MAKE_AUTH;
 	struct xpmem_ext_make m;
 
-	for (unsigned int bit = 4; bit < 32; bit++) {
+	for (unsigned int bit = 5; bit < 32; bit++) {
 		m = mk(self->s.buf, all | (1U << bit));
 		ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
 	}
+	/* other IPC namespaces only with an authorization key */
+	m = mk(self->s.buf, XPMEM_EXT_MAKE_ANY_NS);
+	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
+	m = mk(self->s.buf, XPMEM_EXT_MAKE_ANY_NS | XPMEM_EXT_MAKE_KEY);
+	ASSERT_EQ(-EINVAL, ext_make(self->fd, &m));
 	for (int i = 0; i < 2; i++) {
 		m = mk(self->s.buf, all);
 		m.reserved[i] = 1;
