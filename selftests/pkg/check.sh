@@ -261,9 +261,23 @@ check_lintian() {
 # (which would build and install the module with dkms) and its prerm calls
 # dkms: both are stubs in the scratch root that record how they were
 # called.  Check 5 does the real dkms build, in a private tree.
+# host_pkg NAME: the installed host package NAME as dpkg-query wants it
+# named: NAME:<native arch> or NAME:all, so that a foreign architecture's
+# copy (multiarch, e.g. libc6:arm64 for cross builds) is not taken too.
+host_pkg() {
+	local sel
+	for sel in "$1:$(dpkg --print-architecture)" "$1:all" "$1"; do
+		if [ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$sel" 2>/dev/null)" = "ii " ]; then
+			echo "$sel"
+			return 0
+		fi
+	done
+	return 1
+}
+
 check_install() {
 	local -a files
-	local d dep name ours=" ${PKGS[*]} " seeded=() p st f rel bad=0 lib
+	local d dep sel name ours=" ${PKGS[*]} " seeded=() p st f rel bad=0 lib
 	mapfile -t files < <(debs)
 	mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates" \
 		"$R/var/lib/dpkg/triggers" "$R/var/log"
@@ -274,10 +288,10 @@ check_install() {
 			sed -E 's/[,|]/\n/g' | sed -E 's/\(.*\)//; s/:[a-z0-9]+//; s/[[:space:]]//g'); do
 			[[ $ours == *" $dep "* ]] && continue
 			[[ " ${seeded[*]} " == *" $dep "* ]] && continue
-			[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$dep" 2>/dev/null)" = "ii " ] || continue
-			dpkg-query -s "$dep" >>"$R/var/lib/dpkg/status"
+			sel=$(host_pkg "$dep") || continue
+			dpkg-query -s "$sel" >>"$R/var/lib/dpkg/status"
 			echo >>"$R/var/lib/dpkg/status"
-			name=$(dpkg-query -W -f='${binary:Package}' "$dep")
+			name=$(dpkg-query -W -f='${binary:Package}' "$sel")
 			: >"$R/var/lib/dpkg/info/$name.list"
 			seeded+=("$dep")
 		done
