@@ -184,7 +184,13 @@ static inline void xpmem_head_mark_accessed(struct page *head)
  * Fault in the start of @iter's next @len bytes, as the destination of a
  * copy (@dest) or its source, as the caller's own accesses would (through
  * an attachment's fault handler too).  Return: how many of the @len bytes
- * were not faulted in (@len: not even one byte can be).  Before
+ * were not faulted in (@len: not even one byte can be).
+ * May wait for: the caller's own page fault, with only the caller's
+ * mmap_lock (read) held and no att or revocation lock (xpmem_copy.c calls
+ * it outside revocation sections); on 5.10 the fault may drop that lock
+ * and is killable (fixup_user_fault() with @unlocked).  A fault on an
+ * attachment goes through our fault handler, which waits for the owner
+ * killably, so the owner cannot make this sleep uninterruptible.  Before
  * fault_in_iov_iter_readable() and _writeable() (5.16; Kbuild:
  * XPMEM_HAVE_FAULT_IN_IOV_ITER), the bytes up to the end of the first
  * page of the first segment are faulted in (an iovec iterator: the only

@@ -86,6 +86,10 @@ static pmd_t *xpmem_fault_pmd(struct vm_fault *vmf)
  * apply_to_page_range() maps it, which then fails as if out of memory:
  * tried again a few times.
  *
+ * May wait for: att->pt_lock and a page table allocation, which may
+ * reclaim and so call our invalidate callback; that takes att->lock, never
+ * att->pt_lock, and att->lock is not held here.  Touches no owner memory.
+ *
  * Return: 0; -EAGAIN if the slot holds a huge PMD now (the access is
  * simply repeated); -ENOMEM.
  */
@@ -131,6 +135,15 @@ int xpmem_fault_prepare_pt(struct vm_fault *vmf)
  * exported).  apply_to_page_range() reads the PMD unlocked several times
  * and warns about, then clears, one that changed in between;
  * apply_to_existing_page_range() is not exported from 7.x on.
+ *
+ * May wait for: the table's spinlock only (@fn must not sleep).  Called
+ * from our fault handlers with the attacher's mmap_lock (read) and
+ * att->lock held, never by the core, so it holds no i_mmap_rwsem or folio
+ * lock the core might want.  It places no mapping (only PTEs in an
+ * attachment VMA already placed), so it cannot make an attachment map its
+ * own source; revocation is seen by the callers: they hold att->lock with
+ * the window checked not stale, which an invalidation or revocation must
+ * take first.  Nothing here can block on the owner.
  *
  * Return: 0 or what @fn returned; -EAGAIN if @pmd holds no page table.
  */
