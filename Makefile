@@ -30,7 +30,7 @@ DESTDIR    ?=
 
 # Kernel build dir for `make module`: default is the newest installed one.
 KDIR       ?= $(shell ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n 1)
-KERNELS    ?= debian-6.1 debian-6.12 debug-6.12 bullseye-5.10 sid-7.2
+KERNELS    ?= debian-6.1 debian-6.12 debug-6.12 bullseye-5.10 sid-7.2 arm64-6.12
 LINUX_SRC_TAR ?= /usr/src/linux-source-6.12.tar.xz
 
 # Standard variables are honoured: CC, CPPFLAGS, CFLAGS, LDFLAGS (e.g.
@@ -44,7 +44,8 @@ WERROR     ?= 1
 # -D_GNU_SOURCE= defines it empty, so a source file that itself says
 # `#define _GNU_SOURCE` (the kselftest convention) does not warn.
 XCFLAGS    := -std=gnu11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) \
-	      -D_GNU_SOURCE= -DXPMEM_PKG_VERSION='"$(VERSION)"' -Iinclude -Ilib
+	      -D_GNU_SOURCE= -DXPMEM_PKG_VERSION='"$(VERSION)"' -Iinclude -Ilib \
+	      -DXPMEM_UAPI_LAYOUT_CHECKS
 LIB_LIBS   ?= -luring -lpthread
 TEST_LIBS  ?= -luring -lpthread
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -82,7 +83,7 @@ endif
 .DEFAULT_GOAL := all
 FORCE:
 .PHONY: FORCE all userspace lib tests tools module modules host-build host-tests check \
-	demo bench deps deps-test sparse checkpatch w1 install install-lib install-tools \
+	demo bench deps deps-test arm64 sparse checkpatch w1 install install-lib install-tools \
 	install-man install-module-conf install-dkms-src dkms-src dist uninstall clean \
 	distclean help debug-kernel man-check pkg-check
 .DELETE_ON_ERROR:
@@ -95,6 +96,14 @@ all: lib tools module
 # Everything the test rig runs (selftests/vm/run.sh builds this).
 userspace: lib tools tests host-build
 
+# The library, tools and selftests cross-built for arm64 into $(B)/arm64
+# (what selftests/vm/run.sh arm64-6.12 builds and boots).  The module for
+# an arm64 kernel: make module KDIR=<arm64 tree> (kernel/build-module.sh
+# cross-compiles for a tree configured for arm64).
+ARM64_CROSS ?= aarch64-linux-gnu-
+arm64:
+	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CROSS)gcc AR=$(ARM64_CROSS)ar lib tools tests
+
 help:
 	@echo "make               library, tools and xpmem.ko (KDIR=...; needs the kernel's headers)"
 	@echo "make lib tools     only the library (+ .pc files) and the tools"
@@ -104,8 +113,10 @@ help:
 	@echo "make install-module-conf  $(SYSCONFDIR)/modules-load.d/xpmem.conf (commented out)"
 	@echo "make dkms-src | dist    $(B)/xpmem-$(VERSION)/ (module sources) | $(B)/xpmem-$(VERSION).tar.xz"
 	@echo "make check         host tests + QEMU runs on KERNELS='$(KERNELS)' [SUITES=words]"
+	@echo "                   (also arm64-6.12, arm64-6.12-64k: make check KERNELS=arm64-6.12)"
+	@echo "make arm64         library, tools and selftests cross-built for arm64 in $(B)/arm64"
 	@echo "make demo          boot debian-6.1 and run the owner/attacher demo"
-	@echo "make bench         xpmem-bench in the first of KERNELS (BENCH_ARGS=...)"
+	@echo "make bench         xpmem-bench, then xpmem-scale, in the first of KERNELS (BENCH_ARGS=..., SCALE_ARGS=...)"
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
 	@echo "make man-check | pkg-check  man pages; Debian packages (as root)"
@@ -120,8 +131,10 @@ help:
 deps:
 	@selftests/vm/deps.sh all
 
+# With an arm64 kernel in KERNELS, the cross compiler, qemu-system-arm and
+# the arm64 libraries too (deps.sh arm64).
 deps-test:
-	@[ -n "$(XPMEM_SKIP_DEPS)" ] || selftests/vm/deps.sh test
+	@[ -n "$(XPMEM_SKIP_DEPS)" ] || selftests/vm/deps.sh $(if $(filter arm64-%,$(KERNELS)),arm64,test)
 
 # ---------------------------------------------------------------- module ----
 # Built in a private copy under $(B)/mod/<kernel release> (kernel/build-module.sh)
@@ -272,9 +285,12 @@ check: userspace | deps-test
 demo: lib tools tests | deps-test
 	@selftests/vm/run.sh --demo debian-6.1
 
-# First-touch and copy costs, side by side in one VM run (ratios only).
+# First-touch and copy costs, side by side in one VM run (ratios only);
+# then the costs that grow with the number of ranks (xpmem-scale; SCALE_BASE=
+# <git rev> runs the module of that revision first in the same boot).
 bench: lib tools tests | deps-test
 	@selftests/vm/run.sh --bench $(firstword $(KERNELS))
+	@selftests/vm/run.sh --scale $(firstword $(KERNELS))
 
 # ---------------------------------------------------------------- install ----
 
@@ -348,7 +364,7 @@ uninstall:
 # removes everything.
 
 clean:
-	rm -rf $(B)/lib $(B)/selftests $(B)/tools $(B)/host $(B)/mod $(B)/qemu \
+	rm -rf $(B)/lib $(B)/selftests $(B)/tools $(B)/host $(B)/mod $(B)/qemu $(B)/arm64 \
 		$(B)/ksft $(B)/checkpatch $(B)/xpmem.ko $(B)/results
 
 distclean:

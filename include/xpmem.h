@@ -145,6 +145,10 @@ const char *xpmem_ext_backend_name(int backend);
  * get, with the authorization key (the kernel backend only)
  */
 #define XPMEM_EXT_F_ANY_NS	0x4000UL
+/* XPMEM_EXT_ATTACH_ZERO_REVOKED: revoked attachments read zeros (kernel) */
+#define XPMEM_EXT_F_ZERO_REVOKED 0x8000UL
+/* xpmem_ext_event_fd() and xpmem_ext_events() */
+#define XPMEM_EXT_F_EVENTS	0x10000UL
 
 /* xpmem_ext_features - XPMEM_EXT_F_* of the active backend; 0 if none. */
 unsigned long xpmem_ext_features(void);
@@ -159,7 +163,13 @@ unsigned long xpmem_ext_features(void);
  *                                    page faults;
  *   XPMEM_EXT_ATTACH_POPULATE_WRITE  the same for a first write pass
  *                                    (writable where the owner's pages are;
- *                                    needs an XPMEM_RDWR permit).
+ *                                    needs an XPMEM_RDWR permit);
+ *   XPMEM_EXT_ATTACH_ZERO_REVOKED    once revoked (segment removed, permit
+ *                                    released, owner exited or killed),
+ *                                    the attachment stays mapped and reads
+ *                                    zeros; writes go to pages of its own
+ *                                    that nobody else sees; no SIGBUS (a
+ *                                    hole in a live owner still is).
  * @vaddr, @size and the result are as for xpmem_attach(); flags 0 is
  * exactly xpmem_attach().  Populating is best effort: ranges the owner
  * maps nothing in are skipped.
@@ -167,8 +177,9 @@ unsigned long xpmem_ext_features(void);
  * Returns the address, or (void *)-1 with errno: EINVAL for unknown flags
  * or RDONLY with POPULATE_WRITE, EACCES for POPULATE_WRITE through an
  * XPMEM_RDONLY permit, EOPNOTSUPP for flags on a module too old for them
- * (XPMEM_EXT_F_ATTACH_OPTS is not in xpmem_ext_features()), and what
- * xpmem_attach() returns.
+ * (XPMEM_EXT_F_ATTACH_OPTS is not in xpmem_ext_features()) and for
+ * ZERO_REVOKED where XPMEM_EXT_F_ZERO_REVOKED is not (the shm backend,
+ * which never revokes), and what xpmem_attach() returns.
  */
 void *xpmem_ext_attach(struct xpmem_addr addr, size_t size, void *vaddr,
 		       unsigned int flags);
@@ -327,6 +338,31 @@ int xpmem_ext_prep_populate(struct io_uring_sqe *sqe,
 int xpmem_ext_prep_copy_fixed(struct io_uring_sqe *sqe,
 			      const struct xpmem_ext_copy *arg,
 			      unsigned int buf_index);
+
+/*
+ * Events: the process learns that a segment it holds a permit for has
+ * ended, without touching it.  struct xpmem_ext_event (xpmem_uapi.h):
+ * the segid, the apid of the permit, and the reason,
+ * XPMEM_EXT_EVENT_REMOVED (xpmem_remove(), or the owner closed its
+ * device) or XPMEM_EXT_EVENT_OWNER_EXITED (exit, kill -9, exec).  At
+ * most one event per permit; none for a permit released before it was
+ * read.
+ *
+ * xpmem_ext_event_fd - a descriptor that polls readable (POLLIN; poll,
+ * epoll, io_uring's IORING_OP_POLL_ADD) while events may be waiting.  It
+ * belongs to the library: do not read or close it.  The same one for
+ * the life of the process; a child after fork() gets its own from its
+ * own call (for its own permits).  Returns it, or -1 with errno
+ * (EOPNOTSUPP without XPMEM_EXT_F_EVENTS, ENODEV without a backend).
+ */
+int xpmem_ext_event_fd(void);
+
+/*
+ * xpmem_ext_events - take up to @max (>= 1) events into @ev, oldest first;
+ * never blocks.  Returns how many (0: none; the descriptor may wake with
+ * none to report), or -1 with errno (EINVAL, EOPNOTSUPP, ENODEV).
+ */
+int xpmem_ext_events(struct xpmem_ext_event *ev, int max);
 
 /*
  * A completion queue owned by the library, for callers without a ring:

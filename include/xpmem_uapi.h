@@ -63,7 +63,8 @@ struct xpmem_addr {
 #define XPMEM_CMD_FORK_END	_IO(XPMEM_IOC_MAGIC, 8)
 
 /*
- * Argument structs of the classic commands.  Layouts (x86_64, LP64):
+ * Argument structs of the classic commands.  Layouts (LP64: the same on
+ * x86_64 and arm64; checked below with XPMEM_UAPI_LAYOUT_CHECKS):
  *   make:    vaddr@0 size@8 permit_type@16 permit_value@24 segid@32 (40)
  *   remove:  segid@0 (8)
  *   get:     segid@0 flags@8 permit_type@12 permit_value@16 apid@24 (32)
@@ -143,6 +144,8 @@ struct xpmem_cmd_detach {
 #define XPMEM_EXT_KF_URING_FIXED 0x40ULL /* ring copies to registered buffers */
 #define XPMEM_EXT_KF_ANY_NS	0x80ULL	/* XPMEM_EXT_MAKE_ANY_NS */
 #define XPMEM_EXT_KF_HOST_IDS	0x100ULL /* host_ids=Y: segids resolve host-wide */
+#define XPMEM_EXT_KF_ZERO_REVOKED 0x200ULL /* XPMEM_EXT_ATTACH_ZERO_REVOKED */
+#define XPMEM_EXT_KF_EVENTS	0x400ULL /* poll and read() of /dev/xpmem: events */
 
 /*
  * XPMEM_CMD_EXT_QUERY: what the module offers (as UFFDIO_API does).
@@ -169,7 +172,8 @@ struct xpmem_ext_query {
 #define XPMEM_EXT_ATTACH_FIXED		0x2U	/* exactly at vaddr (MAP_FIXED) */
 #define XPMEM_EXT_ATTACH_POPULATE	0x4U	/* map what the owner has now */
 #define XPMEM_EXT_ATTACH_POPULATE_WRITE	0x8U	/* and writable where it may be */
-#define XPMEM_EXT_ATTACH_FLAGS		0xfU
+#define XPMEM_EXT_ATTACH_ZERO_REVOKED	0x10U	/* revoked: zeros, never SIGBUS */
+#define XPMEM_EXT_ATTACH_FLAGS		0x1fU
 
 /*
  * XPMEM_CMD_EXT_ATTACH: ATTACH with options.  Without FIXED, vaddr must be
@@ -181,6 +185,12 @@ struct xpmem_ext_query {
  * those pages writable where the owner maps them writable, their folios
  * dirtied.  Populating is best effort: a window the owner maps nothing in
  * is skipped, and the attachment is made whatever it finds.
+ * ZERO_REVOKED: once the attachment is revoked (its segment removed, its
+ * permit released, or the owner gone: exited, killed, exec'd), accesses
+ * no longer get SIGBUS: a read maps a read-only page of zeros, and a
+ * write a zeroed page private to this attachment (charged to the
+ * attacher's memory cgroup), which neither the owner nor any other
+ * process sees.  A hole in the memory of a live owner is still SIGBUS.
  * Layout: apid@0 offset@8 size@16 vaddr@24 flags@32 reserved0@36
  * reserved@40 (64).
  */
@@ -354,6 +364,31 @@ struct xpmem_ext_uring_cmd {
 	__u64 reserved;			/* 0 */
 };
 
+/* xpmem_ext_event.reason */
+#define XPMEM_EXT_EVENT_REMOVED		1	/* REMOVE, or the owner closed its file */
+#define XPMEM_EXT_EVENT_OWNER_EXITED	2	/* the owner's address space is gone */
+
+/*
+ * Events: read(2) of /dev/xpmem returns whole records of this struct, one
+ * per permit of the reading file (taken with XPMEM_CMD_GET or EXT_GET
+ * through it) whose segment ended: at most one per permit, in the order
+ * they happened, none for a permit released before it was read.  The
+ * attachments of that permit are revoked already when its record is
+ * queued.  A read of less than one record is EINVAL; with no record
+ * queued, a read waits (interruptibly) unless the file is O_NONBLOCK or
+ * the read RWF_NOWAIT, which give EAGAIN.  poll(2), epoll and io_uring's
+ * IORING_OP_POLL_ADD report EPOLLIN while a record is queued.  Another
+ * process than the opener reading gets -XPMEM_ERRNO_NOPROC.
+ * Layout: segid@0 apid@8 reason@16 reserved0@20 reserved@24 (32).
+ */
+struct xpmem_ext_event {
+	xpmem_segid_t segid;		/* the segment that ended */
+	xpmem_apid_t apid;		/* the reader's permit for it */
+	__u32 reason;			/* XPMEM_EXT_EVENT_* */
+	__u32 reserved0;		/* 0 */
+	__u64 reserved;			/* 0 */
+};
+
 #define XPMEM_CMD_EXT_QUERY	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 0, \
 				      struct xpmem_ext_query)
 #define XPMEM_CMD_EXT_ATTACH	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 1, \
@@ -366,5 +401,142 @@ struct xpmem_ext_uring_cmd {
 				      struct xpmem_ext_copy)
 #define XPMEM_CMD_EXT_POPULATE	_IOWR(XPMEM_IOC_MAGIC, XPMEM_EXT_NR_BASE + 5, \
 				      struct xpmem_ext_populate)
+
+/*
+ * The layouts and command numbers above, checked at compile time where
+ * XPMEM_UAPI_LAYOUT_CHECKS is defined (the module's Kbuild and the
+ * project's Makefile define it): the layouts on every LP64 architecture
+ * (the module builds for 64-bit ones only; 32-bit processes get ENOTTY),
+ * the numbers on x86_64 and arm64 (the generic ioctl encoding).  Binaries
+ * of either side built elsewhere keep working only while every offset,
+ * size and number stays what it is here.
+ */
+#if defined(XPMEM_UAPI_LAYOUT_CHECKS) && !defined(__cplusplus) && \
+	__SIZEOF_LONG__ == 8
+#ifdef __KERNEL__
+#include <linux/build_bug.h>
+#else
+#include <assert.h>
+#endif
+
+#define XPMEM_UAPI_AT(type, field, off) \
+	static_assert(__builtin_offsetof(struct type, field) == (off), \
+		       #type "." #field " at " #off)
+#define XPMEM_UAPI_SIZE(type, size) \
+	static_assert(sizeof(struct type) == (size), #type " size " #size)
+#define XPMEM_UAPI_CMD(cmd, val) \
+	static_assert((cmd) == (val), #cmd " is " #val)
+
+XPMEM_UAPI_AT(xpmem_addr, apid, 0);
+XPMEM_UAPI_AT(xpmem_addr, offset, 8);
+XPMEM_UAPI_SIZE(xpmem_addr, 16);
+
+XPMEM_UAPI_AT(xpmem_cmd_make, vaddr, 0);
+XPMEM_UAPI_AT(xpmem_cmd_make, size, 8);
+XPMEM_UAPI_AT(xpmem_cmd_make, permit_type, 16);
+XPMEM_UAPI_AT(xpmem_cmd_make, permit_value, 24);
+XPMEM_UAPI_AT(xpmem_cmd_make, segid, 32);
+XPMEM_UAPI_SIZE(xpmem_cmd_make, 40);
+XPMEM_UAPI_SIZE(xpmem_cmd_remove, 8);
+XPMEM_UAPI_AT(xpmem_cmd_get, segid, 0);
+XPMEM_UAPI_AT(xpmem_cmd_get, flags, 8);
+XPMEM_UAPI_AT(xpmem_cmd_get, permit_type, 12);
+XPMEM_UAPI_AT(xpmem_cmd_get, permit_value, 16);
+XPMEM_UAPI_AT(xpmem_cmd_get, apid, 24);
+XPMEM_UAPI_SIZE(xpmem_cmd_get, 32);
+XPMEM_UAPI_SIZE(xpmem_cmd_release, 8);
+XPMEM_UAPI_AT(xpmem_cmd_attach, apid, 0);
+XPMEM_UAPI_AT(xpmem_cmd_attach, offset, 8);
+XPMEM_UAPI_AT(xpmem_cmd_attach, size, 16);
+XPMEM_UAPI_AT(xpmem_cmd_attach, vaddr, 24);
+XPMEM_UAPI_AT(xpmem_cmd_attach, fd, 32);
+XPMEM_UAPI_AT(xpmem_cmd_attach, flags, 36);
+XPMEM_UAPI_SIZE(xpmem_cmd_attach, 40);
+XPMEM_UAPI_SIZE(xpmem_cmd_detach, 8);
+
+XPMEM_UAPI_AT(xpmem_ext_query, flags, 0);
+XPMEM_UAPI_AT(xpmem_ext_query, abi_version, 4);
+XPMEM_UAPI_AT(xpmem_ext_query, module_version, 8);
+XPMEM_UAPI_AT(xpmem_ext_query, fault_window_pages, 12);
+XPMEM_UAPI_AT(xpmem_ext_query, features, 16);
+XPMEM_UAPI_AT(xpmem_ext_query, commands, 24);
+XPMEM_UAPI_AT(xpmem_ext_query, max_segments, 32);
+XPMEM_UAPI_AT(xpmem_ext_query, max_permits, 36);
+XPMEM_UAPI_AT(xpmem_ext_query, max_attachments, 40);
+XPMEM_UAPI_AT(xpmem_ext_query, reserved0, 44);
+XPMEM_UAPI_AT(xpmem_ext_query, reserved, 48);
+XPMEM_UAPI_SIZE(xpmem_ext_query, 80);
+XPMEM_UAPI_AT(xpmem_ext_attach, apid, 0);
+XPMEM_UAPI_AT(xpmem_ext_attach, offset, 8);
+XPMEM_UAPI_AT(xpmem_ext_attach, size, 16);
+XPMEM_UAPI_AT(xpmem_ext_attach, vaddr, 24);
+XPMEM_UAPI_AT(xpmem_ext_attach, flags, 32);
+XPMEM_UAPI_AT(xpmem_ext_attach, reserved0, 36);
+XPMEM_UAPI_AT(xpmem_ext_attach, reserved, 40);
+XPMEM_UAPI_SIZE(xpmem_ext_attach, 64);
+XPMEM_UAPI_AT(xpmem_ext_make, vaddr, 0);
+XPMEM_UAPI_AT(xpmem_ext_make, size, 8);
+XPMEM_UAPI_AT(xpmem_ext_make, flags, 16);
+XPMEM_UAPI_AT(xpmem_ext_make, mode, 20);
+XPMEM_UAPI_AT(xpmem_ext_make, key_len, 24);
+XPMEM_UAPI_AT(xpmem_ext_make, auth_len, 28);
+XPMEM_UAPI_AT(xpmem_ext_make, key, 32);
+XPMEM_UAPI_AT(xpmem_ext_make, auth, 72);
+XPMEM_UAPI_AT(xpmem_ext_make, segid, 136);
+XPMEM_UAPI_AT(xpmem_ext_make, reserved, 144);
+XPMEM_UAPI_SIZE(xpmem_ext_make, 160);
+XPMEM_UAPI_AT(xpmem_ext_get, segid, 0);
+XPMEM_UAPI_AT(xpmem_ext_get, flags, 8);
+XPMEM_UAPI_AT(xpmem_ext_get, key_len, 12);
+XPMEM_UAPI_AT(xpmem_ext_get, auth_len, 16);
+XPMEM_UAPI_AT(xpmem_ext_get, reserved0, 20);
+XPMEM_UAPI_AT(xpmem_ext_get, key, 24);
+XPMEM_UAPI_AT(xpmem_ext_get, auth, 64);
+XPMEM_UAPI_AT(xpmem_ext_get, apid, 128);
+XPMEM_UAPI_AT(xpmem_ext_get, reserved, 136);
+XPMEM_UAPI_SIZE(xpmem_ext_get, 152);
+XPMEM_UAPI_AT(xpmem_ext_iov, base, 0);
+XPMEM_UAPI_AT(xpmem_ext_iov, len, 8);
+XPMEM_UAPI_SIZE(xpmem_ext_iov, 16);
+XPMEM_UAPI_AT(xpmem_ext_copy, apid, 0);
+XPMEM_UAPI_AT(xpmem_ext_copy, offset, 8);
+XPMEM_UAPI_AT(xpmem_ext_copy, addr, 16);
+XPMEM_UAPI_AT(xpmem_ext_copy, len, 24);
+XPMEM_UAPI_AT(xpmem_ext_copy, flags, 32);
+XPMEM_UAPI_AT(xpmem_ext_copy, reserved0, 36);
+XPMEM_UAPI_AT(xpmem_ext_copy, reserved, 40);
+XPMEM_UAPI_SIZE(xpmem_ext_copy, 64);
+XPMEM_UAPI_AT(xpmem_ext_populate, vaddr, 0);
+XPMEM_UAPI_AT(xpmem_ext_populate, len, 8);
+XPMEM_UAPI_AT(xpmem_ext_populate, flags, 16);
+XPMEM_UAPI_AT(xpmem_ext_populate, reserved0, 20);
+XPMEM_UAPI_AT(xpmem_ext_populate, reserved, 24);
+XPMEM_UAPI_SIZE(xpmem_ext_populate, 40);
+XPMEM_UAPI_AT(xpmem_ext_uring_cmd, arg, 0);
+XPMEM_UAPI_AT(xpmem_ext_uring_cmd, reserved, 8);
+XPMEM_UAPI_SIZE(xpmem_ext_uring_cmd, 16);
+
+#if defined(__x86_64__) || defined(__aarch64__)
+XPMEM_UAPI_CMD(XPMEM_CMD_VERSION, 0x7800);
+XPMEM_UAPI_CMD(XPMEM_CMD_MAKE, 0x7801);
+XPMEM_UAPI_CMD(XPMEM_CMD_REMOVE, 0x7802);
+XPMEM_UAPI_CMD(XPMEM_CMD_GET, 0x7803);
+XPMEM_UAPI_CMD(XPMEM_CMD_RELEASE, 0x7804);
+XPMEM_UAPI_CMD(XPMEM_CMD_ATTACH, 0x7805);
+XPMEM_UAPI_CMD(XPMEM_CMD_DETACH, 0x7806);
+XPMEM_UAPI_CMD(XPMEM_CMD_FORK_BEGIN, 0x7807);
+XPMEM_UAPI_CMD(XPMEM_CMD_FORK_END, 0x7808);
+XPMEM_UAPI_CMD(XPMEM_CMD_EXT_QUERY, 0xc0507820U);
+XPMEM_UAPI_CMD(XPMEM_CMD_EXT_ATTACH, 0xc0407821U);
+XPMEM_UAPI_CMD(XPMEM_CMD_EXT_MAKE, 0xc0a07822U);
+XPMEM_UAPI_CMD(XPMEM_CMD_EXT_GET, 0xc0987823U);
+XPMEM_UAPI_CMD(XPMEM_CMD_EXT_COPY, 0xc0407824U);
+XPMEM_UAPI_CMD(XPMEM_CMD_EXT_POPULATE, 0xc0287825U);
+#endif
+
+#undef XPMEM_UAPI_AT
+#undef XPMEM_UAPI_SIZE
+#undef XPMEM_UAPI_CMD
+#endif /* XPMEM_UAPI_LAYOUT_CHECKS */
 
 #endif /* _XPMEM_UAPI_H */

@@ -7,7 +7,10 @@
 # changed, so Kbuild's incremental build works; files deleted from the repo
 # are deleted from the copy) and runs `make -C KDIR M=OUTDIR modules`.
 # Builds for different kernels therefore never clobber each other, and
-# nothing is written into the source tree.  Result: OUTDIR/xpmem.ko.
+# nothing is written into the source tree.  A KDIR configured for arm64
+# is built with ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- (CROSS_COMPILE
+# from the environment wins) unless this machine is arm64.  Result:
+# OUTDIR/xpmem.ko.
 # Exit status 2 (with a message) when kernel/ has no sources yet.
 set -euo pipefail
 
@@ -47,5 +50,12 @@ for f in Kbuild dkms.conf; do
 	cmp -s "$top/$f" "$out/$f" || cp "$top/$f" "$out/$f"
 done
 
-make -C "$kdir" M="$out" "$@" modules
+# A tree configured for arm64 on another machine (a test kernel built by
+# selftests/vm/build-kernel.sh): cross-compile (gcc-aarch64-linux-gnu).
+cross=()
+if grep -qs '^CONFIG_ARM64=y' "$kdir/.config" && [ "$(uname -m)" != aarch64 ]; then
+	cross=(ARCH=arm64 CROSS_COMPILE="${CROSS_COMPILE:-aarch64-linux-gnu-}")
+fi
+
+make -C "$kdir" M="$out" ${cross[@]+"${cross[@]}"} "$@" modules
 [ -f "$out/xpmem.ko" ] || { echo "build-module: no xpmem.ko produced in $out" >&2; exit 1; }

@@ -253,15 +253,31 @@ static inline size_t xpmem_fault_in_iov_iter(struct iov_iter *iter,
 #endif
 
 /*
+ * A special PTE of @pfn at @addr in a VM_MIXEDMAP VMA, mapped with the
+ * VMA's page protection; an existing PTE stays.  vmf_insert_mixed()
+ * takes a pfn_t until 7.x, the PFN itself after (XPMEM_HAVE_PFN_T).
+ */
+#ifdef XPMEM_HAVE_PFN_T
+#include <linux/pfn_t.h>
+#endif
+
+static inline vm_fault_t xpmem_insert_mixed(struct vm_area_struct *vma,
+					    unsigned long addr,
+					    unsigned long pfn)
+{
+#ifdef XPMEM_HAVE_PFN_T
+	return vmf_insert_mixed(vma, addr, pfn_to_pfn_t(pfn));
+#else
+	return vmf_insert_mixed(vma, addr, pfn);
+#endif
+}
+
+/*
  * A huge PMD of @pfn for @vmf.  pfn_t (and <linux/pfn_t.h>) went away in
  * 7.x: vmf_insert_pfn_pmd() takes the PFN itself (Kbuild looks for the
  * header: XPMEM_HAVE_PFN_T).
  */
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
-#ifdef XPMEM_HAVE_PFN_T
-#include <linux/pfn_t.h>
-#endif
-
 static inline vm_fault_t xpmem_insert_pfn_pmd(struct vm_fault *vmf,
 					      unsigned long pfn, bool write)
 {

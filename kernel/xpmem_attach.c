@@ -11,7 +11,8 @@
  *
  * An attachment ends when its last VMA is unmapped and its file released.
  * RELEASE of its permit, REMOVE of its segment, and the owner's exit make
- * it dead first: its PTEs are zapped and every later access is SIGBUS.
+ * it dead first: its PTEs are zapped and every later access is SIGBUS
+ * (zeros with ZERO_REVOKED: xpmem_zero.c).
  */
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -97,6 +98,7 @@ static void xpmem_att_unmirror(struct xpmem_att *att)
 		if (att->mirrors[i].live)
 			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
 	xpmem_att_mapped_destroy(att);
+	xpmem_zero_att_destroy(att);
 	xpmem_seg_put(att->seg);
 }
 
@@ -298,15 +300,30 @@ static int xpmem_att_link(struct xpmem_att *att)
 	return ret;
 }
 
-/* Mirror the owner's ranges: the owner must still have an address space. */
+/*
+ * Mirror the owner's ranges: the owner must still have an address space.
+ *
+ * The first notifier of an mm takes every lock of it, VMA by VMA, and
+ * gives up with -EINTR as soon as a signal is pending: a caller whose
+ * signals come faster than that walk ends (a profiling timer, an owner of
+ * thousands of VMAs) would never get through.  So every signal but
+ * SIGKILL and SIGSTOP is blocked for the registration and delivered after
+ * it.  What still ends it is a fatal signal (-EINTR) or io_uring task work
+ * (TIF_NOTIFY_SIGNAL, which no mask holds back): ATTACH, an ioctl only,
+ * has done nothing visible yet and is restarted once the work has run, as
+ * a classic caller expects no EINTR.
+ */
 static int xpmem_att_mirror(struct xpmem_att *att)
 {
 	struct xpmem_seg *seg = att->seg;
+	sigset_t all, old;
 	unsigned int i;
 	int ret = 0;
 
 	if (!mmget_not_zero(seg->mm))
 		return -ENOENT;
+	siginitsetinv(&all, sigmask(SIGKILL) | sigmask(SIGSTOP));
+	sigprocmask(SIG_BLOCK, &all, &old);
 	ret = xpmem_att_omm_get(att, seg->mm);
 	for (i = 0; i < att->nr_mirrors && !ret; i++) {
 		struct xpmem_mirror *m = &att->mirrors[i];
@@ -316,7 +333,10 @@ static int xpmem_att_mirror(struct xpmem_att *att)
 						   &xpmem_att_mni_ops);
 		m->live = !ret;
 	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	mmput(seg->mm);
+	if (ret == -EINTR && !fatal_signal_pending(current))
+		ret = -ERESTARTNOINTR;
 	return ret;
 }
 
@@ -376,6 +396,7 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	mutex_init(&att->lock);
 	mutex_init(&att->pt_lock);
 	xpmem_att_mapped_init(att);
+	xpmem_zero_att_init(att);
 	INIT_LIST_HEAD(&att->faults);
 	INIT_LIST_HEAD(&att->permit_node);
 	INIT_LIST_HEAD(&att->seg_node);
@@ -581,10 +602,9 @@ int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
 static bool xpmem_attach_args_ok(xpmem_apid_t apid, u64 offset, u64 size,
 				 unsigned long addr, unsigned int flags)
 {
-	if ((flags & ~XPMEM_EXT_ATTACH_FLAGS) || apid <= 0)
-		return false;
-	if ((flags & XPMEM_EXT_ATTACH_RDONLY) &&
-	    (flags & XPMEM_EXT_ATTACH_POPULATE_WRITE))
+	if ((flags & ~XPMEM_EXT_ATTACH_FLAGS) || apid <= 0 ||
+	    ((flags & XPMEM_EXT_ATTACH_RDONLY) &&
+	     (flags & XPMEM_EXT_ATTACH_POPULATE_WRITE)))
 		return false;
 	if (!(flags & XPMEM_EXT_ATTACH_FIXED) && addr)
 		return false;
@@ -683,7 +703,9 @@ put_inode:
  * Return: 0, -EINVAL for a malformed request, -ENOENT for an unknown or
  * released permit or a removed segment or exited owner, -EACCES for
  * another process's permit or POPULATE_WRITE through a read-only one,
- * -ENOSPC over the max_attachments limit, -ENOMEM, or what mmap returns.
+ * -ENOSPC over the max_attachments limit, -ENOMEM, or what mmap returns;
+ * -ERESTARTNOINTR (the ioctl is restarted) if io_uring task work came
+ * while the owner's first notifier was being registered.
  */
 int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 		 u64 size, unsigned long *vaddr, unsigned int flags)
@@ -706,8 +728,8 @@ int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 		return PTR_ERR(att);
 	}
 	/* att owns the permit reference now */
-	if (flags & XPMEM_EXT_ATTACH_RDONLY)
-		att->writable = false;
+	att->writable &= !(flags & XPMEM_EXT_ATTACH_RDONLY);
+	att->zero_revoked = flags & XPMEM_EXT_ATTACH_ZERO_REVOKED;
 	ret = xpmem_att_mirror(att) ?: xpmem_att_link(att);
 	if (ret)
 		goto free_att;

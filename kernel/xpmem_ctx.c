@@ -197,6 +197,7 @@ struct xpmem_ctx *xpmem_ctx_alloc(void)
 	kref_init(&ctx->ref);
 	INIT_LIST_HEAD(&ctx->segs);
 	INIT_LIST_HEAD(&ctx->permits);
+	xpmem_event_ctx_init(ctx);
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
 	ctx->tgid = get_pid(task_tgid(current));

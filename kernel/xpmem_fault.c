@@ -51,13 +51,13 @@
 static unsigned int fault_window_pages = PTRS_PER_PTE;
 module_param(fault_window_pages, uint, 0644);
 MODULE_PARM_DESC(fault_window_pages,
-		 "Pages mapped per attacher fault when the owner has them resident (1..512, power of two; default 512 = one PMD)");
+		 "Pages mapped per attacher fault when the owner has them resident (1 up to one page table's worth, a power of two; default one page table: 512 with 4 KiB pages, 8192 with 64 KiB pages)");
 
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
 static bool huge_mappings = true;
 module_param(huge_mappings, bool, 0644);
 MODULE_PARM_DESC(huge_mappings,
-		 "Map owner PMD mappings (THP, hugetlb) with one PMD in attachments, and choose 2 MiB-congruent attach addresses (default Y)");
+		 "Map owner PMD mappings (THP, hugetlb) with one PMD in attachments, and choose PMD-congruent attach addresses (PMD: 2 MiB with 4 KiB pages, 512 MiB with 64 KiB pages; default Y)");
 #endif
 
 /**
@@ -265,9 +265,35 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	/* the window's own sequence: see struct xpmem_fault_win */
 	f->range.notifier = &f->win.changes;
 	f->range.notifier_seq = 0;
-	xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
-			      f->range.end);
+	/* a PTE fault needs its page, the others all of the window */
+	if (f->kind == XPMEM_FAULT_PTE)
+		xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
+				      f->range.end, f->oaddr & PAGE_MASK,
+				      (f->oaddr & PAGE_MASK) + PAGE_SIZE);
+	else
+		xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
+				      f->range.end, f->range.start,
+				      f->range.end);
 	return 0;
+}
+
+/*
+ * Under att->lock, the window not stale: keep only the part of it around
+ * the faulting page that no invalidation touched since the attempt began
+ * (the window's keep bounds, which lie inside f->range).
+ */
+static void xpmem_fault_trim(struct xpmem_fault *f)
+{
+	unsigned long start = f->win.keep_start, end = f->win.keep_end;
+	unsigned long skip;
+
+	lockdep_assert_held(&f->att->lock);
+	skip = (start - f->range.start) >> PAGE_SHIFT;
+	f->lo += start - f->range.start;
+	f->hi -= f->range.end - end;
+	f->off += start - f->range.start;
+	f->fidx -= skip;
+	f->pfns += skip;
 }
 
 /*
@@ -303,8 +329,10 @@ static int xpmem_fault_try(struct xpmem_fault *f)
 			goto unlock_pt;
 	}
 	mutex_lock(&att->lock);
-	if (!xpmem_fault_win_stale(&f->win))
+	if (!xpmem_fault_win_stale(&f->win)) {
+		xpmem_fault_trim(f);
 		return 0;
+	}
 	mutex_unlock(&att->lock);
 	err = -EBUSY;
 unlock_pt:
@@ -363,8 +391,8 @@ static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
 	unsigned long *pfns = f->pfns;
 	vm_fault_t ret;
 
-	if (att->dead)
-		return VM_FAULT_SIGBUS;
+	if (att->dead)	/* revoked: the repeated access sees it first */
+		return att->zero_revoked ? VM_FAULT_NOPAGE : VM_FAULT_SIGBUS;
 	if (f->kind == XPMEM_FAULT_MKWRITE)
 		return xpmem_fault_mkwrite(f->vmf, pfns[f->fidx], zap);
 	if (!xpmem_att_mapped_set(att, f->off, f->hi - f->lo))
@@ -531,8 +559,9 @@ put_file:
  * window (killably, xpmem_fault_win_settle()), att->pt_lock and att->lock
  * (held by others only briefly, never across a wait), the owner's own
  * page faults inside hmm_range_fault(), and the zap worker (mkwrite, one
- * page).  So nothing the owner does keeps it in an uninterruptible sleep
- * for longer than one of those bounded steps.  It maps only owner VMAs
+ * page); a revoked attachment only what xpmem_zero_fault() says.  So
+ * nothing the owner does keeps it in an uninterruptible sleep for longer
+ * than one of those bounded steps.  It maps only owner VMAs
  * that are not attachments (xpmem_vma_mirrorable()), so it never builds a
  * mirror of a mirror, and it commits under att->lock after checking
  * att->dead and the window: a REMOVE or RELEASE that marked the
@@ -553,8 +582,10 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 
 	atomic_long_inc(&xpmem_stats.faults);
 	/* A VMA copied into another mm (it cannot be: VM_DONTCOPY|VM_IO). */
-	if (vma->vm_mm != att->mm || READ_ONCE(att->dead))
+	if (vma->vm_mm != att->mm)
 		return VM_FAULT_SIGBUS;
+	if (READ_ONCE(att->dead))	/* revoked: SIGBUS, or zeros */
+		return xpmem_zero_fault(vmf, mkwrite);
 	/* (a page outside the mirrors is SIGBUS in xpmem_fault_resolve()) */
 	if (mkwrite && xpmem_fault_mirror(vmf, &oaddr) &&
 	    xpmem_fault_mkwrite_fast(vmf, att, oaddr))
@@ -571,7 +602,8 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 		}
 	}
 	if (!mmget_not_zero(owner)) {
-		ret = VM_FAULT_SIGBUS;		/* the owner has exited */
+		/* the owner has exited: revoked, whether marked yet or not */
+		ret = xpmem_zero_fault(vmf, mkwrite);
 		goto free_pfns;
 	}
 
@@ -682,8 +714,9 @@ free_pfns:
  * @pgoff: its segment offset in pages
  * @flags: mmap flags
  *
- * Congruent with the owner's address modulo 2 MiB when the attachment
- * spans at least 2 MiB, so that owner PMDs can be attacher PMDs.
+ * Congruent with the owner's address modulo PMD_SIZE (2 MiB with 4 KiB
+ * pages) when the attachment spans at least that, so that owner PMDs can
+ * be attacher PMDs.
  */
 unsigned long xpmem_att_get_unmapped_area(struct file *file,
 					  unsigned long addr,

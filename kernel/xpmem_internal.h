@@ -56,7 +56,9 @@
  *                                "Two mmap_locks".
  *       att->pt_lock             page table pages of the attachment's
  *                                VMAs are allocated, and huge PMDs
- *                                inserted, under it (xpmem_fault.c)
+ *                                inserted, under it (xpmem_fault.c);
+ *                                so are the pages of a revoked
+ *                                ZERO_REVOKED attachment (xpmem_zero.c)
  *         att->lock              the notifier lock; PTE insertion runs
  *                                under it, with the owner's mmap_lock held
  *           page table lock
@@ -69,9 +71,16 @@
  *                                (files->file_lock) before, not under it
  *     xpmem_proc_ctx_lock        their ctx lists; a show takes it, then
  *                                xpmem_obj_lock
- *   xpmem_obj_lock               ctx lists, seg->ctx, permit->ctx
+ *   xpmem_obj_lock               ctx lists, seg->ctx, permit->ctx,
+ *                                seg->permits
  *     permit->lock               /proc/xpmem/<tgid> lists a permit's
  *                                attachments (nothing else nests them)
+ *     ctx->ev_lock               the ctx's queue of events (spinlock,
+ *                                leaf; xpmem_event.c): queued and
+ *                                cancelled under xpmem_obj_lock, read
+ *                                under ctx->ev_read_lock alone
+ *   ctx->ev_read_lock            one reader of the queue at a time
+ *     ctx->ev_lock               (mutex, taken interruptibly)
  *   seg->att_lock                the segment's attachment list (mutex;
  *                                REMOVE zaps under it)
  *     att->lock
@@ -117,6 +126,7 @@
 #include <linux/kref.h>
 #include <linux/refcount.h>
 #include <linux/workqueue.h>
+#include <linux/wait.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -137,6 +147,7 @@
 
 struct file;
 struct io_uring_cmd;
+struct iov_iter;
 struct ipc_namespace;
 struct pid;
 struct xpmem_omm;
@@ -151,7 +162,11 @@ struct vm_area_struct;
 #define XPMEM_WOK_BITS		4
 #define XPMEM_WOK_SLOTS		BIT(XPMEM_WOK_BITS)
 
-/* Pages per bitmap of xpmem_att.mapped: one page table's worth. */
+/*
+ * Pages per bitmap of xpmem_att.mapped: a page table's worth with 4 KiB
+ * pages; with larger pages (8192 per table with 64 KiB) a table or a PMD
+ * mapping simply spans several bitmaps.
+ */
 #define XPMEM_MAPPED_BLOCK	512
 
 /*
@@ -195,6 +210,12 @@ struct xpmem_ctx {
 	struct list_head user_node;	/* xpmem_user.ctxs (user->lock) */
 	atomic_t nr_atts;		/* alive (user's limit: max_attachments) */
 	struct list_head proc_node;	/* xpmem_proc_tg.ctxs (proc_ctx_lock) */
+	/* events of its permits (xpmem_event.c) */
+	spinlock_t ev_lock;		/* events, ev_seq */
+	struct list_head events;	/* xpmem_permit.ev_node, oldest first */
+	u64 ev_seq;			/* of the last event queued */
+	struct mutex ev_read_lock;	/* one reader at a time */
+	wait_queue_head_t ev_wait;	/* readers and pollers */
 };
 
 /* One owner range of a segment: segment offsets [off, off + len). */
@@ -230,6 +251,7 @@ struct xpmem_seg {
 	struct mutex att_lock;		/* protects atts and removed */
 	struct list_head atts;		/* xpmem_att.seg_node, all permits */
 	atomic_t nr_atts;		/* on atts (for /proc/xpmem) */
+	struct list_head permits;	/* xpmem_permit.seg_node (obj_lock) */
 	bool removed;			/* no new attachments or PTEs */
 	bool rdonly;			/* GET grants XPMEM_RDONLY only */
 	bool any_ns;			/* GET from any IPC namespace (auth) */
@@ -273,6 +295,15 @@ struct xpmem_permit {
 	struct list_head atts;		/* xpmem_att.permit_node */
 	atomic_t nr_atts;		/* on atts (for /proc/xpmem) */
 	bool released;
+	/* on seg->permits while on its ctx's list (xpmem_obj_lock) */
+	struct list_head seg_node;
+	/*
+	 * Its one event (xpmem_event.c): reason 0 until the segment ends;
+	 * on ctx->events (under ctx->ev_lock) until read or released.
+	 */
+	struct list_head ev_node;
+	u32 ev_reason;			/* XPMEM_EXT_EVENT_*, 0: none */
+	u64 ev_seq;
 };
 
 /*
@@ -300,7 +331,9 @@ struct xpmem_att {
 	struct mutex lock;		/* the notifiers' lock */
 	struct mutex pt_lock;		/* page table population (fault.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
-	bool dead;			/* under lock: SIGBUS on fault */
+	bool dead;			/* under lock: revoked (SIGBUS) */
+	bool zero_revoked;		/* revoked: zeros, not SIGBUS */
+	struct xarray zero_pages;	/* its private pages once revoked */
 	/* under lock: windows of faults in progress (xpmem_mirror.c) */
 	struct list_head faults;
 	/* under lock: owner pages a write fault found writable */
@@ -348,6 +381,19 @@ struct xpmem_stats {
 
 extern struct xpmem_stats xpmem_stats;
 extern const struct attribute_group *xpmem_attr_groups[];
+
+/*
+ * xpmem_event.c: events of permits whose segment ended, queued on the
+ * getter's ctx; the core of /dev/xpmem's read and poll
+ */
+void xpmem_event_ctx_init(struct xpmem_ctx *ctx);
+void xpmem_event_seg_end(struct xpmem_seg *seg, u32 reason);
+void xpmem_event_cancel(struct xpmem_permit *permit);
+bool xpmem_event_pending(struct xpmem_ctx *ctx);
+ssize_t xpmem_event_read(struct xpmem_ctx *ctx, struct iov_iter *to,
+			 bool nowait);
+u32 xpmem_event_close_reason(struct xpmem_ctx *ctx);
+bool xpmem_event_group_exited(struct xpmem_ctx *ctx);
 
 /* xpmem_ctx.c: device contexts and per-user limits */
 extern struct mutex xpmem_obj_lock;
@@ -444,22 +490,37 @@ bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
  * @changes is never inserted in an interval tree: it is the sequence
  * hmm_range_fault() tests between its steps (and takes the owner's mm
  * from).  It is 0 when an attempt starts, and the invalidate callback
- * sets it to 1 when an invalidation overlaps the window, so every such
- * invalidation stops the walk - also while the owner keeps some
- * invalidation in progress without pause, when the mirror's own
- * sequence no longer moves.
+ * sets it to 1 when an invalidation overlaps the part of the window the
+ * fault needs (its page; all of the window of a PMD or a ->pfn_mkwrite),
+ * so every such invalidation stops the walk - also while the owner keeps
+ * some invalidation in progress without pause, when the mirror's own
+ * sequence no longer moves.  An invalidation of other pages of the window
+ * only cuts them out of what the attempt maps: one fault among the many
+ * invalidations of a busy owner restarts only for those of its own page.
  */
 struct xpmem_fault_win {
 	struct list_head node;
 	struct xpmem_mirror *m;
 	unsigned long start;
 	unsigned long end;
+	/* an invalidation of [need_start, need_end) starts the fault over */
+	unsigned long need_start;
+	unsigned long need_end;
+	/*
+	 * under att->lock: what the other invalidations of the window since
+	 * the attempt began leave usable, [keep_start, keep_end), page
+	 * aligned: each lies wholly below or above the needed part and moves
+	 * one bound, so the needed part always stays inside
+	 */
+	unsigned long keep_start;
+	unsigned long keep_end;
 	struct mmu_interval_notifier changes;
 };
 
 void xpmem_fault_win_begin(struct xpmem_fault_win *win,
 			   struct xpmem_mirror *m, struct mm_struct *owner,
-			   unsigned long start, unsigned long end);
+			   unsigned long start, unsigned long end,
+			   unsigned long need_start, unsigned long need_end);
 int xpmem_fault_win_settle(struct xpmem_fault_win *win);
 bool xpmem_fault_win_stale(struct xpmem_fault_win *win);
 void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked);
@@ -484,6 +545,13 @@ vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long hmm_pfn,
 vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
 				  const unsigned long *pfns, unsigned long fidx,
 				  bool write);
+
+/* xpmem_zero.c: what a revoked ZERO_REVOKED attachment maps */
+int xpmem_zero_init(void);
+void xpmem_zero_exit(void);
+void xpmem_zero_att_init(struct xpmem_att *att);
+void xpmem_zero_att_destroy(struct xpmem_att *att);
+vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite);
 
 /* xpmem_fault.c: attacher page faults and the attachment VMAs' operations */
 extern const struct vm_operations_struct xpmem_vm_ops;

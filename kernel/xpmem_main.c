@@ -14,6 +14,7 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/poll.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -31,17 +32,41 @@ static int xpmem_open(struct inode *inode, struct file *file)
 	if (!ctx)
 		return -ENOMEM;
 	file->private_data = ctx;
+	/* reads of events honour RWF_NOWAIT (xpmem_read_iter()) */
+	file->f_mode |= FMODE_NOWAIT;
 	xpmem_proc_open(ctx);
 	return 0;
 }
 
 /*
+ * The ctx's segments end: revoked, then their getters are told why
+ * (XPMEM_EXT_EVENT_*).
+ */
+static void xpmem_end_segs(struct xpmem_ctx *ctx, u32 reason)
+{
+	struct xpmem_seg *seg;
+
+	while ((seg = xpmem_seg_unlink_any(ctx))) {
+		xpmem_seg_end(seg);
+		xpmem_event_seg_end(seg, reason);
+		xpmem_seg_put(seg);
+	}
+}
+
+/*
  * Every close of a descriptor: the opener's thread group may stop holding
- * the file (its /proc files, xpmem_proc.c).
+ * the file (its /proc files, xpmem_proc.c).  If the group is exiting,
+ * its segments end now, also while another process (a fork child, a
+ * receiver of the descriptor) keeps the file open: nobody can use them
+ * any more, and their getters learn of it at once.
  */
 static int xpmem_flush(struct file *file, fl_owner_t id)
 {
-	xpmem_proc_flush(file->private_data, file);
+	struct xpmem_ctx *ctx = file->private_data;
+
+	xpmem_proc_flush(ctx, file);
+	if (xpmem_event_group_exited(ctx))
+		xpmem_end_segs(ctx, XPMEM_EXT_EVENT_OWNER_EXITED);
 	return 0;
 }
 
@@ -49,17 +74,14 @@ static int xpmem_flush(struct file *file, fl_owner_t id)
 static int xpmem_release(struct inode *inode, struct file *file)
 {
 	struct xpmem_ctx *ctx = file->private_data;
+	u32 reason = xpmem_event_close_reason(ctx);
 	struct xpmem_permit *permit;
-	struct xpmem_seg *seg;
 
 	while ((permit = xpmem_permit_unlink_any(ctx))) {
 		xpmem_permit_end(permit, false);
 		xpmem_permit_put(permit);
 	}
-	while ((seg = xpmem_seg_unlink_any(ctx))) {
-		xpmem_seg_end(seg);
-		xpmem_seg_put(seg);
-	}
+	xpmem_end_segs(ctx, reason);
 	xpmem_proc_close(ctx);
 	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
 	return 0;
@@ -73,6 +95,7 @@ static int xpmem_remove(struct xpmem_ctx *ctx, xpmem_segid_t segid)
 	if (IS_ERR(seg))
 		return PTR_ERR(seg);
 	xpmem_seg_end(seg);
+	xpmem_event_seg_end(seg, XPMEM_EXT_EVENT_REMOVED);
 	xpmem_seg_put(seg);
 	return 0;
 }
@@ -274,7 +297,8 @@ static void xpmem_query(struct xpmem_ext_query *q)
 	q->fault_window_pages = xpmem_fault_window_pages();
 	q->features = XPMEM_EXT_KF_ATTACH | XPMEM_EXT_KF_KEYS |
 		      XPMEM_EXT_KF_COPY | XPMEM_EXT_KF_MAKE_IOV |
-		      XPMEM_EXT_KF_ANY_NS |
+		      XPMEM_EXT_KF_ANY_NS | XPMEM_EXT_KF_ZERO_REVOKED |
+		      XPMEM_EXT_KF_EVENTS |
 		      (xpmem_host_ids_enabled() ? XPMEM_EXT_KF_HOST_IDS : 0) |
 		      (XPMEM_URING_CMDS ? XPMEM_EXT_KF_URING : 0) |
 		      (XPMEM_URING_FIXED ? XPMEM_EXT_KF_URING_FIXED : 0) |
@@ -599,11 +623,40 @@ static int xpmem_uring_cmd(struct io_uring_cmd *ioucmd,
 }
 #endif /* XPMEM_HAVE_URING_CMD */
 
+/* ---- events: read and poll ---------------------------------------------- */
+
+/*
+ * read(2): struct xpmem_ext_event records of the reader's permits
+ * (include/xpmem_uapi.h; xpmem_event_read()).  The file position is
+ * ignored.  Waits only for events and another reader, interruptibly.
+ */
+static ssize_t xpmem_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct file *file = iocb->ki_filp;
+	struct xpmem_ctx *ctx = file->private_data;
+
+	if (ctx->mm != current->mm)
+		return -XPMEM_ERRNO_NOPROC;
+	return xpmem_event_read(ctx, to, (iocb->ki_flags & IOCB_NOWAIT) ||
+				(file->f_flags & O_NONBLOCK));
+}
+
+/* poll(2), epoll, io_uring's POLL_ADD: readable while events are queued. */
+static __poll_t xpmem_poll(struct file *file, poll_table *wait)
+{
+	struct xpmem_ctx *ctx = file->private_data;
+
+	poll_wait(file, &ctx->ev_wait, wait);
+	return xpmem_event_pending(ctx) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
 static const struct file_operations xpmem_fops = {
 	.owner = THIS_MODULE,
 	.open = xpmem_open,
 	.flush = xpmem_flush,
 	.release = xpmem_release,
+	.read_iter = xpmem_read_iter,
+	.poll = xpmem_poll,
 	.unlocked_ioctl = xpmem_ioctl,
 #ifdef XPMEM_HAVE_URING_CMD
 	.uring_cmd = xpmem_uring_cmd,
@@ -638,9 +691,12 @@ static int __init xpmem_init(void)
 	ret = xpmem_map_init();
 	if (ret)
 		goto exit_mirror;
-	ret = xpmem_proc_init();
+	ret = xpmem_zero_init();
 	if (ret)
 		goto exit_map;
+	ret = xpmem_proc_init();
+	if (ret)
+		goto exit_zero;
 	ret = misc_register(&xpmem_dev);
 	if (ret)
 		goto exit_proc;
@@ -648,6 +704,8 @@ static int __init xpmem_init(void)
 
 exit_proc:
 	xpmem_proc_exit();
+exit_zero:
+	xpmem_zero_exit();
 exit_map:
 	xpmem_map_exit();
 exit_mirror:
@@ -665,6 +723,7 @@ static void __exit xpmem_exit(void)
 {
 	misc_deregister(&xpmem_dev);
 	xpmem_proc_exit();
+	xpmem_zero_exit();
 	xpmem_map_exit();
 	xpmem_mirror_exit();
 	xpmem_permit_exit();

@@ -7,8 +7,10 @@
  *
  * Invariants (docs/design.md, "The mirror"):
  * - an attachment may have a PTE or PMD only for segment offsets set in
- *   its mapped bitmap; an invalidation clears them, and zaps - in the zap
- *   worker, waited for - only if it found any;
+ *   its mapped bitmap; an invalidation that finds some set zaps them - in
+ *   the zap worker, waited for - and only then clears them, so that an
+ *   overlapping invalidation meanwhile finds them too and waits for its
+ *   own zap before the owner frees anything;
  * - no attachment maps its own source range (xpmem_att_maps_itself() at
  *   every placement), so no callback ever waits for a zap that needs an
  *   i_mmap_rwsem the core holds;
@@ -52,7 +54,7 @@ static struct workqueue_struct *xpmem_free_wq;
  * i_mmap_rwsem of the files whose folios it unmaps, and - when it splits
  * or moves the VMA of an attachment X - X's i_mmap_rwsem, over X's own
  * addresses.  A callback waits only when its attachment may have a PTE
- * in the invalidated range (xpmem_att_mapped_test_clear()), and no
+ * in the invalidated range (xpmem_att_mapped_test()), and no
  * attachment ever has a PTE for an address where an attachment VMA lies
  * (the fault refuses those VMAs, and an invalidation clears the range
  * before any attachment VMA can be placed there).  So the callback never
@@ -222,14 +224,17 @@ static bool xpmem_mapped_set_fn(struct xpmem_mapped_block *b,
 	return true;
 }
 
+static bool xpmem_mapped_test_fn(struct xpmem_mapped_block *b,
+				 unsigned int bit, unsigned int nr)
+{
+	return find_next_bit(b->bits, bit + nr, bit) < bit + nr;
+}
+
 static bool xpmem_mapped_clear_fn(struct xpmem_mapped_block *b,
 				  unsigned int bit, unsigned int nr)
 {
-	bool any = find_next_bit(b->bits, bit + nr, bit) < bit + nr;
-
-	if (any)
-		bitmap_clear(b->bits, bit, nr);
-	return any;
+	bitmap_clear(b->bits, bit, nr);
+	return false;
 }
 
 /**
@@ -264,13 +269,31 @@ bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
 }
 
 /*
- * Whether segment offsets [@off, @off + @len) may have a PTE or PMD; they
- * are forgotten (the caller zaps them).  Under att->lock.
+ * Whether segment offsets [@off, @off + @len) may have a PTE or PMD.
+ * Under att->lock.  The bits stay set until the caller's zap is done
+ * (xpmem_att_mapped_forget()): an overlapping invalidation that runs
+ * meanwhile must find them and zap - and wait - too, or it would let the
+ * owner free pages that the first one's zap, still queued, has not yet
+ * removed from the attacher.
  */
-static bool xpmem_att_mapped_test_clear(struct xpmem_att *att,
-					unsigned long off, unsigned long len)
+static bool xpmem_att_mapped_test(struct xpmem_att *att, unsigned long off,
+				  unsigned long len)
 {
-	return xpmem_att_mapped_walk(att, off, len, xpmem_mapped_clear_fn);
+	return xpmem_att_mapped_walk(att, off, len, xpmem_mapped_test_fn);
+}
+
+/*
+ * Segment offsets [@off, @off + @len) were zapped by an invalidation that
+ * is still in flight, so no fault can have mapped them since (a fault
+ * whose window overlaps an invalidation in flight waits for its end, or
+ * finds its window marked): they have no PTE or PMD now.
+ */
+static void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
+				    unsigned long len)
+{
+	mutex_lock(&att->lock);
+	xpmem_att_mapped_walk(att, off, len, xpmem_mapped_clear_fn);
+	mutex_unlock(&att->lock);
 }
 
 /* ---- placement ---------------------------------------------------------- */
@@ -495,19 +518,30 @@ static bool xpmem_omm_busy(struct xpmem_omm *omm, unsigned long start,
  * @owner: the owner's mm (hmm_range_fault() takes it from @win->changes)
  * @start: owner address
  * @end: owner address, past the window
+ * @need_start: owner address, the start of what the fault cannot do
+ *	without (the faulting page, or all of the window of a PMD or a
+ *	->pfn_mkwrite)
+ * @need_end: its end
  *
  * Listed before the first wait: an invalidation that marked nothing
  * because it came earlier is still waited for if it has not finished.
+ * An invalidation of the needed part starts the attempt over; one of
+ * other pages only narrows the window's keep bounds.
  */
 void xpmem_fault_win_begin(struct xpmem_fault_win *win,
 			   struct xpmem_mirror *m, struct mm_struct *owner,
-			   unsigned long start, unsigned long end)
+			   unsigned long start, unsigned long end,
+			   unsigned long need_start, unsigned long need_end)
 {
 	struct xpmem_att *att = m->att;
 
 	win->m = m;
 	win->start = start;
 	win->end = end;
+	win->need_start = need_start;
+	win->need_end = need_end;
+	win->keep_start = start;
+	win->keep_end = end;
 	win->changes.mm = owner;
 	mutex_lock(&att->lock);
 	list_add(&win->node, &att->faults);
@@ -555,10 +589,19 @@ int xpmem_fault_win_settle(struct xpmem_fault_win *win)
 {
 	struct xpmem_att *att = win->m->att;
 
-	/* a mark set after this test is seen by the next attempt */
-	if (mmu_interval_check_retry(&win->changes, 0)) {
+	/*
+	 * A mark set after this test is seen by this attempt's commit, and
+	 * so are narrowed keep bounds (they keep pages unmapped that the
+	 * attempt might have mapped, never wrong); the invalidations that
+	 * set what is cleared here are waited for below if unfinished.
+	 */
+	if (mmu_interval_check_retry(&win->changes, 0) ||
+	    READ_ONCE(win->keep_start) != win->start ||
+	    READ_ONCE(win->keep_end) != win->end) {
 		mutex_lock(&att->lock);
 		mmu_interval_set_seq(&win->changes, 0);
+		win->keep_start = win->start;
+		win->keep_end = win->end;
 		mutex_unlock(&att->lock);
 	}
 	return xpmem_fault_wait_settled(win->m, win->start, win->end);
@@ -647,8 +690,9 @@ bool xpmem_wok_take(struct xpmem_att *att, unsigned long oaddr,
 /* ---- Invalidation -------------------------------------------------------- */
 
 /*
- * An owner range [start, end) changes: faults in progress over it start
- * over, and its pages are no longer known to be writable.  Under att->lock.
+ * An owner range [start, end) changes: faults in progress that need it
+ * start over, those that only have it in their window leave it unmapped,
+ * and its pages are no longer known to be writable.  Under att->lock.
  */
 static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
 				 unsigned long end)
@@ -657,9 +701,19 @@ static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
 	unsigned int i;
 
 	lockdep_assert_held(&att->lock);
-	list_for_each_entry(win, &att->faults, node)
-		if (win->start < end && start < win->end)
+	list_for_each_entry(win, &att->faults, node) {
+		unsigned long lo = max(start, win->start);
+		unsigned long hi = min(end, win->end);
+
+		if (lo >= hi)
+			continue;
+		if (win->need_start < hi && lo < win->need_end)
 			mmu_interval_set_seq(&win->changes, 1);
+		else if (hi <= win->need_start)	/* whole pages: the trim */
+			win->keep_start = max(win->keep_start, PAGE_ALIGN(hi));
+		else
+			win->keep_end = min(win->keep_end, lo & PAGE_MASK);
+	}
 	for (i = 0; i < XPMEM_WOK_SLOTS; i++)
 		if (att->wok[i].oaddr >= start && att->wok[i].oaddr < end)
 			att->wok[i].oaddr = 0;
@@ -669,11 +723,20 @@ static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
  * The invalidate callback.  Called by the core with the owner's mmap_lock,
  * folio locks or a file's i_mmap_rwsem possibly held, and from reclaim.
  * May wait for: att->lock (held only briefly, never across an allocation
- * or a wait), and the zap worker, which needs the attachment's own
- * i_mmap_rwsem and page table locks only - and only when the attachment
- * may have a PTE in the range, which excludes every range the core holds
- * an attachment's i_mmap_rwsem for (see "Zapping" above).  It never waits
- * for a fault, a copy, or anything an attacher holds.
+ * or a wait; taken once more after a zap, to clear the zapped offsets),
+ * and the zap worker, which needs the attachment's own i_mmap_rwsem and
+ * page table locks only - and only when the attachment may have a PTE in
+ * the range (its bits are set until a zap of it is done, so an overlapping
+ * invalidation meanwhile waits for its own zap too), which excludes every
+ * range the core holds an attachment's i_mmap_rwsem for (see "Zapping"
+ * above).  It never waits for a fault, a copy, or anything an attacher
+ * holds, so nothing the owner does makes an attacher sleep
+ * uninterruptibly here.  It places no mapping (it only removes PTEs), so
+ * it cannot make an attachment map its own source; revocation is not its
+ * concern (faults check att->dead under the same att->lock).  Faults in
+ * progress are only marked or have their keep bounds narrowed under
+ * att->lock (xpmem_att_mark_stale()): no wait, no allocation, and a
+ * narrowed window maps fewer pages, never one the range touched.
  */
 static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,
@@ -724,14 +787,17 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	 * moving with their i_mmap_rwsem held (see "Zapping" above).
 	 */
 	zap = mapped && start < end &&
-	      xpmem_att_mapped_test_clear(att, m->r.off + (start - m->r.oaddr),
-					  end - start);
+	      xpmem_att_mapped_test(att, m->r.off + (start - m->r.oaddr),
+				    end - start);
 	mutex_unlock(&att->lock);
 
 	atomic_long_inc(&xpmem_stats.invalidations);
-	if (zap)
+	if (zap) {
 		xpmem_att_zap(att, m->r.off + (start - m->r.oaddr),
 			      end - start);
+		xpmem_att_mapped_forget(att, m->r.off + (start - m->r.oaddr),
+					end - start);
+	}
 	return true;
 }
 

@@ -163,6 +163,8 @@ int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 	mutex_init(&permit->lock);
 	INIT_LIST_HEAD(&permit->atts);
 	INIT_LIST_HEAD(&permit->ctx_node);
+	INIT_LIST_HEAD(&permit->seg_node);
+	INIT_LIST_HEAD(&permit->ev_node);
 	permit->seg = seg;		/* takes over the lookup reference */
 	permit->mm = ctx->mm;
 	permit->writable = flags == XPMEM_RDWR;
@@ -181,6 +183,8 @@ int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 		kref_get(&permit->ref);	/* the ctx list's (RELEASE's, close's) */
 		permit->ctx = ctx;
 		list_add(&permit->ctx_node, &ctx->permits);
+		/* its segment's end reaches it there (xpmem_event.c) */
+		list_add_tail(&permit->seg_node, &seg->permits);
 	}
 	mutex_unlock(&xpmem_obj_lock);
 
@@ -244,6 +248,7 @@ static void xpmem_permit_unlink_locked(struct xpmem_permit *permit)
 {
 	/* charged to the user of the ctx it is on, until now */
 	atomic_dec(&permit->ctx->user->nr_permits);
+	xpmem_event_cancel(permit);
 	list_del_init(&permit->ctx_node);
 	permit->ctx = NULL;
 }

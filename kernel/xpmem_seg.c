@@ -317,6 +317,7 @@ static void xpmem_seg_own(struct xpmem_seg *seg, unsigned int mode)
 	kref_init(&seg->ref);		/* MAKE's own, until it returns */
 	mutex_init(&seg->att_lock);
 	INIT_LIST_HEAD(&seg->atts);
+	INIT_LIST_HEAD(&seg->permits);
 	INIT_LIST_HEAD(&seg->ctx_node);
 	seg->uid = current_euid();
 	seg->gid = current_egid();

@@ -87,6 +87,12 @@ static const struct xpmem_lib_backend *active(void)
 	return backend;
 }
 
+/* The same, for the entry points in event.c. */
+const struct xpmem_lib_backend *xpmem_lib_active(void)
+{
+	return active();
+}
+
 /* Turn an internal result into the API convention: -1 with errno. */
 static int fail(int err, const char *what)
 {
@@ -266,7 +272,8 @@ XPMEM_EXPORT int xpmem_release(xpmem_apid_t apid)
 /* The flags xpmem_ext_attach() takes (FIXED is a non-NULL vaddr). */
 #define XPMEM_LIB_ATTACH_FLAGS	(XPMEM_EXT_ATTACH_RDONLY | \
 				 XPMEM_EXT_ATTACH_POPULATE | \
-				 XPMEM_EXT_ATTACH_POPULATE_WRITE)
+				 XPMEM_EXT_ATTACH_POPULATE_WRITE | \
+				 XPMEM_EXT_ATTACH_ZERO_REVOKED)
 
 static void *attach(struct xpmem_addr addr, size_t size, void *vaddr,
 		    unsigned int flags, const char *what)
@@ -284,6 +291,9 @@ static void *attach(struct xpmem_addr addr, size_t size, void *vaddr,
 	    ((flags & XPMEM_EXT_ATTACH_RDONLY) &&
 	     (flags & XPMEM_EXT_ATTACH_POPULATE_WRITE)))
 		ret = -EINVAL;
+	else if ((flags & XPMEM_EXT_ATTACH_ZERO_REVOKED) &&
+		 !(xpmem_lib_features(b) & XPMEM_EXT_F_ZERO_REVOKED))
+		ret = -EOPNOTSUPP;	/* shm: nothing is ever revoked */
 	else
 		ret = b->attach(addr.apid, addr.offset, size, vaddr, flags,
 				&at);

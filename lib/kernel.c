@@ -8,8 +8,10 @@
  * XPMEM_ERRNO_NOPROC.  We reopen as soon as getpid() changes, and in any
  * case retry an ioctl once after reopening when it fails with NOPROC.
  * Every call issues its command exactly once (the classic library sends
- * MAKE twice).
+ * MAKE twice).  Events are the device's own: it polls readable while the
+ * module has queued one, and a read with RWF_NOWAIT takes them.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "xpmem_lib.h"
@@ -212,6 +215,10 @@ static unsigned long kernel_more_features(void)
 		f |= XPMEM_EXT_F_URING_FIXED;
 	if (query_features & XPMEM_EXT_KF_ANY_NS)
 		f |= XPMEM_EXT_F_ANY_NS;
+	if (query_features & XPMEM_EXT_KF_ZERO_REVOKED)
+		f |= XPMEM_EXT_F_ZERO_REVOKED;
+	if (query_features & XPMEM_EXT_KF_EVENTS)
+		f |= XPMEM_EXT_F_EVENTS;
 	return f;
 }
 
@@ -394,7 +401,8 @@ static int kernel_alloc(size_t size, unsigned int flags, void **addr)
 		size_t hsize = (size + (2UL << 20) - 1) & ~((2UL << 20) - 1);
 
 		p = mmap(NULL, hsize, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+			 MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB |
+			 XPMEM_LIB_HUGE_2MB_FLAG, -1, 0);
 		if (p != MAP_FAILED)
 			size = hsize;
 		else
@@ -489,6 +497,54 @@ static int kernel_prep(struct io_uring_sqe *sqe, unsigned int op,
 	return 0;
 }
 
+/* Events: the process's device descriptor (the module's poll). */
+static int kernel_event_fd(void)
+{
+	if (!(kernel_more_features() & XPMEM_EXT_F_EVENTS))
+		return -EOPNOTSUPP;
+	return dev_get(-1);
+}
+
+/* Records asked of the module per read (it hands out 8 at most). */
+#define KERNEL_EVENTS_READ	64
+
+/*
+ * Read up to @max records without blocking (RWF_NOWAIT: the descriptor
+ * itself stays blocking for ioctls and io_uring commands), read after
+ * read until @max or none is left, so that fewer than @max means none
+ * is queued now.  A descriptor inherited over fork() is answered NOPROC:
+ * the child's own, reopened, has no events yet.
+ */
+static int kernel_events(struct xpmem_ext_event *ev, unsigned int max)
+{
+	int fd = kernel_event_fd();
+	unsigned int got = 0;
+	struct iovec iov;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	while (got < max) {
+		iov.iov_base = ev + got;
+		iov.iov_len = (max - got < KERNEL_EVENTS_READ ?
+			       max - got : KERNEL_EVENTS_READ) * sizeof(*ev);
+		n = preadv2(fd, &iov, 1, -1, RWF_NOWAIT);
+		if (n <= 0) {
+			if (!n)
+				errno = EAGAIN;
+			break;
+		}
+		got += (unsigned int)(n / sizeof(*ev));
+	}
+	if (got || errno == EAGAIN)
+		return (int)got;
+	if (errno == XPMEM_ERRNO_NOPROC) {
+		dev_get(fd);
+		return 0;
+	}
+	return -errno;
+}
+
 const struct xpmem_lib_backend xpmem_lib_kernel_backend = {
 	.id = XPMEM_EXT_BACKEND_KERNEL,
 	.features = XPMEM_EXT_F_WHOLE_AS | XPMEM_EXT_F_ANY_MEMORY |
@@ -507,4 +563,6 @@ const struct xpmem_lib_backend xpmem_lib_kernel_backend = {
 	.copy = kernel_copy,
 	.populate = kernel_populate,
 	.prep = kernel_prep,
+	.event_fd = kernel_event_fd,
+	.events = kernel_events,
 };

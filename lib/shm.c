@@ -80,7 +80,7 @@ const struct xpmem_lib_backend xpmem_lib_shm_backend = {
 		    XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
 		    XPMEM_EXT_F_AUTH |
 		    XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING |
-		    XPMEM_EXT_F_URING_FIXED,
+		    XPMEM_EXT_F_URING_FIXED | XPMEM_EXT_F_EVENTS,
 	.version = shm_version,
 	.make = shm_make,
 	.remove = xpmem_lib_shm_remove,
@@ -93,4 +93,6 @@ const struct xpmem_lib_backend xpmem_lib_shm_backend = {
 	.copy = xpmem_lib_shm_copy,
 	.populate = xpmem_lib_shm_populate,
 	.prep = xpmem_lib_shm_prep,
+	.event_fd = xpmem_lib_shm_event_fd,
+	.events = xpmem_lib_shm_events,
 };

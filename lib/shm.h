@@ -14,7 +14,9 @@
  *   shm_owner.c     make, remove, free, fork (the owner's entry points)
  *   shm_proc.c      reading an owner's registry through /proc
  *   shm_lookup.c    finding a segment's owner: both ways, and by key
- *   shm_peer.c      permits, attachments, copies (the peer's entry points)
+ *   shm_event.c     the event descriptor: an epoll set of segments' bells
+ *   shm_peer.c      permits, attachments, copies, events (the peer's
+ *                   entry points)
  *   shm.c           the backend's operation table and fork handlers
  *
  * Locks: the owner lock (struct shm_owner) protects all owner state; the
@@ -39,6 +41,7 @@
 
 /* Default directory for objects, overridden by XPMEM_SHM_DIR. */
 #define SHM_DEFAULT_DIR		"/dev/shm"
+/* Huge pages: 2 MiB ones, asked for by size (XPMEM_LIB_HUGE_2MB_FLAG). */
 #define SHM_HUGE_PAGE		(2UL << 20)
 
 /* atfork phases */
@@ -114,6 +117,8 @@ struct shm_segment {
 	unsigned int slot;
 	int sock;		/* listening on the segid's abstract name */
 	int key_sock;		/* listening on its key's name, or -1 */
+	int bell;		/* write end of its bell pipe (shm_wire.h) */
+	int bell_r;		/* its read end, for grants to other uids */
 	struct shm_backing *b;
 	struct shm_reg_slot info;	/* what its registry slot says */
 	uint32_t auth_len;		/* 0: no authorization key */
@@ -191,6 +196,8 @@ struct shm_permit {
 	uint64_t offset;	/* segment start in the object */
 	uint64_t size;
 	uint64_t page;
+	int bellfd;		/* the segment's bell, read end, or -1 */
+	int ev;			/* XPMEM_EXT_EVENT_* found, 0, or -1: taken */
 };
 
 /* shm_proc.c */
@@ -200,6 +207,8 @@ int xpmem_lib_shm_registry_valid(int regfd);
 int xpmem_lib_shm_registry_holds(int regfd, xpmem_segid_t segid,
 				 struct shm_reg_slot *s);
 int xpmem_lib_shm_registry_owned(int regfd);
+void xpmem_lib_shm_bell_open(struct shm_permit *p,
+			     const struct shm_reg_slot *s);
 int xpmem_lib_shm_get_through_proc(struct shm_permit *p, xpmem_segid_t segid,
 				   int flags, pid_t pid,
 				   struct shm_reg_slot *s);
@@ -212,6 +221,15 @@ int xpmem_lib_shm_lookup(struct shm_permit *p,
 int xpmem_lib_shm_lookup_key(const struct xpmem_lib_get_req *req,
 			     xpmem_segid_t *segid);
 
+/* shm_event.c (under the peer lock) */
+int xpmem_lib_shm_event_open_locked(void);
+int xpmem_lib_shm_event_active_locked(void);
+void xpmem_lib_shm_event_watch_locked(int bellfd);
+void xpmem_lib_shm_event_unwatch_locked(int bellfd);
+void xpmem_lib_shm_event_drain_locked(void);
+void xpmem_lib_shm_event_more_locked(void);
+void xpmem_lib_shm_event_reset_in_child(void);
+
 /* shm_peer.c */
 int xpmem_lib_shm_get(const struct xpmem_lib_get_req *req, xpmem_apid_t *apid,
 		      xpmem_segid_t *segid);
@@ -223,6 +241,8 @@ ssize_t xpmem_lib_shm_copy(const struct xpmem_ext_copy *c);
 int xpmem_lib_shm_populate(void *addr, size_t len, unsigned int flags);
 int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
 		       const void *arg, int buf_index);
+int xpmem_lib_shm_event_fd(void);
+int xpmem_lib_shm_events(struct xpmem_ext_event *ev, unsigned int max);
 void xpmem_lib_shm_peer_atfork(int phase);
 
 #endif /* _XPMEM_SHM_H */

@@ -170,7 +170,7 @@ void xpmem_lib_shm_answer_locked(struct shm_segment *seg, int c)
 	struct shm_cred who = { .ipc_owner = 0 };
 	struct shm_grant g;
 	int fds[SHM_GRANT_MAX_FDS] = { own->reg_rofd, b->rofd, b->fd };
-	int want, got, ret;
+	int want, got, ret, n;
 
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
 	    cred.uid == seg->info.uid || cred.uid == 0)
@@ -214,7 +214,10 @@ void xpmem_lib_shm_answer_locked(struct shm_segment *seg, int c)
 			g.error = EACCES;
 	}
 	g.access = (uint32_t)got;
-	ret = grant_send(c, &g, fds, shm_grant_fds(g.access));
+	n = shm_grant_fds(g.access);
+	if (n)
+		fds[n - 1] = seg->bell_r;	/* the bell comes last */
+	ret = grant_send(c, &g, fds, n);
 	if (ret && g.access && ret != -EPIPE && ret != -ECONNRESET) {
 		/* E.g. ETOOMANYREFS: too many of our descriptors in flight. */
 		xpmem_lib_log("accept: cannot send descriptors of %#llx to uid "

@@ -255,6 +255,16 @@ static int fd_is(int fd, int accmode, uint64_t dev, uint64_t ino)
 	       (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
 }
 
+/* Whether @fd is a pipe's read end: a segment's bell (shm_wire.h). */
+static int fd_is_bell(int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_ACCMODE) == O_RDONLY &&
+	       fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
 /* Why the owner refused: one log line. */
 static void grant_log_refusal(xpmem_segid_t segid, const struct shm_grant *g,
 			      int flags)
@@ -296,7 +306,7 @@ static void grant_log_refusal(xpmem_segid_t segid, const struct shm_grant *g,
 static int get_from_owner(struct shm_permit *p, int sock, xpmem_segid_t segid,
 			  int flags, struct shm_reg_slot *s)
 {
-	int fds[SHM_GRANT_MAX_FDS] = { -1, -1, -1 };
+	int fds[SHM_GRANT_MAX_FDS] = { -1, -1, -1, -1 };
 	int nfds = 0, i, ret;
 	struct shm_grant g;
 
@@ -312,7 +322,8 @@ static int get_from_owner(struct shm_permit *p, int sock, xpmem_segid_t segid,
 	}
 	if (!fd_is(fds[0], O_RDONLY, g.reg_dev, g.reg_ino) ||
 	    !fd_is(fds[1], O_RDONLY, g.obj_dev, g.obj_ino) ||
-	    (nfds > 2 && !fd_is(fds[2], O_RDWR, g.obj_dev, g.obj_ino)) ||
+	    (nfds > 3 && !fd_is(fds[2], O_RDWR, g.obj_dev, g.obj_ino)) ||
+	    !fd_is_bell(fds[nfds - 1]) ||
 	    !xpmem_lib_shm_registry_valid(fds[0]) ||
 	    g.slot != xpmem_lib_shm_slot_of(segid)) {
 		xpmem_lib_log("get %#llx: the owner's descriptors are not what "
@@ -341,7 +352,8 @@ static int get_from_owner(struct shm_permit *p, int sock, xpmem_segid_t segid,
 	p->regfd = fds[0];
 	i = flags == XPMEM_RDONLY ? 1 : 2;
 	p->objfd = fds[i];
-	fds[0] = fds[i] = -1;
+	p->bellfd = fds[nfds - 1];
+	fds[0] = fds[i] = fds[nfds - 1] = -1;
 	ret = 0;
 
 close_fds:
@@ -387,7 +399,7 @@ static void auth_send(int sock, xpmem_segid_t segid, const void *auth,
 static int auth_verdict(int sock, xpmem_segid_t segid, int flags,
 			enum auth_verdict *v)
 {
-	int fds[SHM_GRANT_MAX_FDS] = { -1, -1, -1 };
+	int fds[SHM_GRANT_MAX_FDS] = { -1, -1, -1, -1 };
 	int nfds = 0, i, ret;
 	struct shm_grant g;
 

@@ -227,7 +227,8 @@ close_fd:
  */
 int xpmem_lib_shm_huge_create(size_t size, int *fd)
 {
-	int f = memfd_create("xpmem-huge", MFD_CLOEXEC | MFD_HUGETLB);
+	int f = memfd_create("xpmem-huge",
+			     MFD_CLOEXEC | MFD_HUGETLB | XPMEM_LIB_HUGE_2MB_FLAG);
 	int ret;
 
 	if (f < 0)

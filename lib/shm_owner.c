@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "shm.h"
@@ -38,6 +39,8 @@ static void owner_reset_in_child(void)
 	for (s = own->segments; s; s = snext) {
 		snext = s->next;
 		close(s->sock);
+		close(s->bell);
+		close(s->bell_r);
 		if (s->key_sock >= 0)
 			close(s->key_sock);
 		explicit_bzero(s->auth, sizeof(s->auth));
@@ -144,6 +147,7 @@ static void segment_describe_locked(struct shm_segment *seg,
 	slot->obj_ino = b->ino;
 	slot->offset = boff;
 	slot->size = size;
+	slot->bell_fd = seg->bell;
 	fmode = (b->nsegs ? b->mode : 0) | (unsigned int)req->mode;
 	if ((!b->nsegs || fmode != b->mode) &&
 	    fchmod(b->fd, (fmode & 0666) | 0600) == 0)
@@ -171,6 +175,30 @@ static int segment_publish_locked(struct shm_segment *seg,
 	return 0;
 }
 
+/*
+ * The segment's bell: a pipe whose write end the owner keeps until the
+ * segment ends, and nothing is ever written.  Its closing is the event
+ * peers poll for (shm_event.c).  Peers of our uid open their own read
+ * end through /proc; the one kept here goes to peers of other uids with
+ * their grant (an owner at EMFILE still has it to send).
+ */
+static int segment_bell_locked(struct shm_segment *seg)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	seg->bell_r = p[0];
+	seg->bell = p[1];
+	return 0;
+}
+
+static void segment_bell_close(struct shm_segment *seg)
+{
+	close(seg->bell);
+	close(seg->bell_r);
+}
+
 /* Steps of a make under the owner lock; @pc as for the backing. */
 static int make_locked(struct shm_segment *seg, struct shm_piece **pc,
 		       size_t size, const struct xpmem_lib_make_req *req)
@@ -189,11 +217,14 @@ static int make_locked(struct shm_segment *seg, struct shm_piece **pc,
 	ret = segment_open_locked(seg, req);
 	if (ret)
 		goto put_backing;
+	ret = segment_bell_locked(seg);
+	if (ret)
+		goto unlisten;
 	segment_describe_locked(seg, b, boff, size, req);
 	ret = segment_publish_locked(seg, b);
 	if (ret) {
-		xpmem_lib_shm_segment_unlisten_locked(seg);
-		goto put_backing;
+		segment_bell_close(seg);
+		goto unlisten;
 	}
 	if (xpmem_lib_debug_enabled() && prctl(PR_GET_DUMPABLE) != 1)
 		xpmem_lib_log("process is not dumpable: peers of uid %u cannot "
@@ -202,6 +233,8 @@ static int make_locked(struct shm_segment *seg, struct shm_piece **pc,
 			      (unsigned int)seg->info.uid, (int)own->reg_pid);
 	return 0;
 
+unlisten:
+	xpmem_lib_shm_segment_unlisten_locked(seg);
 put_backing:
 	xpmem_lib_shm_backing_put_locked(b);
 	return ret;
@@ -245,6 +278,7 @@ static void segment_destroy_locked(struct shm_segment *seg)
 	struct shm_backing *b = seg->b;
 
 	xpmem_lib_shm_slot_clear(seg->slot);
+	segment_bell_close(seg);	/* after the slot: peers see it cleared */
 	own->slot_seg[seg->slot] = NULL;
 	xpmem_lib_shm_segment_unlisten_locked(seg);
 	own->nsegments--;

@@ -44,10 +44,13 @@ static struct attachment *attachments;
 void xpmem_lib_shm_peer_atfork(int phase)
 {
 	/* Permits and attachments stay valid in the child: its own copies. */
-	if (phase == SHM_FORK_PREPARE)
+	if (phase == SHM_FORK_PREPARE) {
 		pthread_mutex_lock(&peer_lock);
-	else
-		pthread_mutex_unlock(&peer_lock);
+		return;
+	}
+	if (phase == SHM_FORK_CHILD)	/* the event descriptor is not */
+		xpmem_lib_shm_event_reset_in_child();
+	pthread_mutex_unlock(&peer_lock);
 }
 
 /*
@@ -89,6 +92,8 @@ static void permit_free(struct shm_permit *p)
 		close(p->regfd);
 	if (p->procfd >= 0)
 		close(p->procfd);
+	if (p->bellfd >= 0)
+		close(p->bellfd);
 	free(p);
 }
 
@@ -108,6 +113,7 @@ static int permit_add(struct shm_permit *p)
 		p->apid = (xpmem_apid_t)id;
 		p->next = permits;
 		permits = p;
+		xpmem_lib_shm_event_watch_locked(p->bellfd);
 	}
 	pthread_mutex_unlock(&peer_lock);
 	return ret;
@@ -135,7 +141,7 @@ int xpmem_lib_shm_get(const struct xpmem_lib_get_req *req, xpmem_apid_t *apid,
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->procfd = p->regfd = p->objfd = p->regfd_owner = -1;
+	p->procfd = p->regfd = p->objfd = p->regfd_owner = p->bellfd = -1;
 	ret = xpmem_lib_shm_lookup(p, &by_id, &s);
 	if (ret)
 		goto free_p;
@@ -145,6 +151,8 @@ int xpmem_lib_shm_get(const struct xpmem_lib_get_req *req, xpmem_apid_t *apid,
 	p->offset = s.offset;
 	p->size = s.size;
 	p->page = s.page_size ? s.page_size : xpmem_lib_page_size();
+	if (p->bellfd < 0)
+		xpmem_lib_shm_bell_open(p, &s);
 	ret = permit_add(p);
 	if (ret)
 		goto free_p;
@@ -180,6 +188,7 @@ int xpmem_lib_shm_release(xpmem_apid_t apid)
 		pthread_mutex_unlock(&peer_lock);
 		return -ENOENT;
 	}
+	xpmem_lib_shm_event_unwatch_locked(p->bellfd);
 	/* Like the kernel backend, releasing a permit detaches its users. */
 	for (ap = &attachments; *ap;) {
 		a = *ap;
@@ -590,4 +599,81 @@ int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
 	sqe->addr = c->addr;
 	sqe->off = objoff;
 	return 0;
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+/*
+ * Find what ended: the segment (its slot cleared: the owner removed it,
+ * whether it exited since or not) or the owner (gone with the slot still
+ * set).  A permit with an event leaves the set: its bell would poll
+ * ready for good.
+ */
+static void permits_scan_locked(void)
+{
+	struct shm_reg_slot s;
+	struct shm_permit *p;
+
+	xpmem_lib_shm_event_drain_locked();
+	for (p = permits; p; p = p->next) {
+		if (p->ev)
+			continue;
+		if (!xpmem_lib_shm_registry_holds(p->regfd, p->segid, &s))
+			p->ev = XPMEM_EXT_EVENT_REMOVED;
+		else if (!owner_alive(p))
+			p->ev = XPMEM_EXT_EVENT_OWNER_EXITED;
+		if (p->ev)
+			xpmem_lib_shm_event_unwatch_locked(p->bellfd);
+	}
+}
+
+/*
+ * xpmem_lib_shm_event_fd - the event descriptor, made at the first call:
+ * every permit's bell joins it, and the first xpmem_ext_events() looks
+ * at every permit (it polls readable at once).
+ */
+int xpmem_lib_shm_event_fd(void)
+{
+	struct shm_permit *p;
+	int fd, fresh;
+
+	pthread_mutex_lock(&peer_lock);
+	fresh = !xpmem_lib_shm_event_active_locked();
+	fd = xpmem_lib_shm_event_open_locked();
+	if (fd >= 0 && fresh) {
+		for (p = permits; p; p = p->next)
+			if (!p->ev)
+				xpmem_lib_shm_event_watch_locked(p->bellfd);
+		xpmem_lib_shm_event_more_locked();
+	}
+	pthread_mutex_unlock(&peer_lock);
+	return fd;
+}
+
+/* xpmem_lib_shm_events - up to @max events found, once each. */
+int xpmem_lib_shm_events(struct xpmem_ext_event *ev, unsigned int max)
+{
+	struct shm_permit *p;
+	unsigned int n = 0;
+	int fd = xpmem_lib_shm_event_fd();
+
+	if (fd < 0)
+		return fd;
+	pthread_mutex_lock(&peer_lock);
+	permits_scan_locked();
+	for (p = permits; p; p = p->next) {
+		if (p->ev <= 0)
+			continue;
+		if (n == max) {
+			xpmem_lib_shm_event_more_locked();
+			break;
+		}
+		ev[n++] = (struct xpmem_ext_event){
+			.segid = p->segid, .apid = p->apid,
+			.reason = (uint32_t)p->ev,
+		};
+		p->ev = -1;
+	}
+	pthread_mutex_unlock(&peer_lock);
+	return (int)n;
 }

@@ -366,3 +366,34 @@ int xpmem_lib_shm_get_through_proc(struct shm_permit *p, xpmem_segid_t segid,
 	return 0;
 }
 
+/*
+ * The segment's bell (shm_wire.h), read end, through the owner's /proc
+ * (a pipe opened there is opened as a FIFO): its POLLHUP is the event.
+ * It is the segment's if the slot still names the segment afterwards
+ * (the owner clears the slot before it closes the bell, and the number
+ * cannot be another file before that).  A permit from the owner (a peer
+ * of another uid) gets its bell with the grant (shm_lookup.c).
+ */
+void xpmem_lib_shm_bell_open(struct shm_permit *p,
+			     const struct shm_reg_slot *s)
+{
+	struct shm_reg_slot again;
+	struct stat st;
+	char path[32];
+	int fd;
+
+	if (p->procfd < 0)
+		return;
+	snprintf(path, sizeof(path), "fd/%d", s->bell_fd);
+	fd = openat(p->procfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || !S_ISFIFO(st.st_mode) ||
+	    !xpmem_lib_shm_registry_holds(p->regfd, p->segid, &again)) {
+		xpmem_lib_log("get %#llx: no bell (%s): no events for it",
+			      (unsigned long long)p->segid,
+			      fd < 0 ? strerror(errno) : "not the segment's");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	p->bellfd = fd;
+}

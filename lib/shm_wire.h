@@ -21,7 +21,7 @@
 
 #include <xpmem.h>
 
-#define SHM_REG_MAGIC		0x5845504d52454732ULL	/* "XEPMREG2" */
+#define SHM_REG_MAGIC		0x5845504d52454733ULL	/* "XEPMREG3" */
 #define SHM_REG_NAME		"xpmem-registry"	/* memfd name */
 #define SHM_REG_SLOTS		8192	/* slot = segid % SHM_REG_SLOTS */
 
@@ -39,7 +39,13 @@ struct shm_reg_header {
 	uint64_t reserved[6];
 };
 
-/* One segment (64 bytes), in slot segid % SHM_REG_SLOTS.  segid 0: free. */
+/*
+ * One segment (72 bytes), in slot segid % SHM_REG_SLOTS.  segid 0: free.
+ * bell_fd is the write end of a pipe the owner holds while the segment
+ * lives and closes right after clearing the slot (the kernel closes it
+ * when the owner exits): a peer that opened the pipe for reading through
+ * /proc/<owner>/fd/<bell_fd> sees POLLHUP then.
+ */
 struct shm_reg_slot {
 	uint64_t segid;
 	int32_t obj_fd;		/* object fd in the owner */
@@ -52,6 +58,8 @@ struct shm_reg_slot {
 	uint64_t obj_ino;
 	uint64_t offset;	/* segment start in the object */
 	uint64_t size;		/* segment size */
+	int32_t bell_fd;	/* the segment's bell (a pipe) in the owner */
+	uint32_t reserved;	/* 0 */
 };
 
 /* struct shm_reg_slot.flags */
@@ -101,7 +109,7 @@ struct shm_key_answer {
 };
 
 _Static_assert(sizeof(struct shm_reg_header) == 64, "registry header size");
-_Static_assert(sizeof(struct shm_reg_slot) == 64, "registry slot size");
+_Static_assert(sizeof(struct shm_reg_slot) == 72, "registry slot size");
 
 #define SHM_REG_SIZE	(sizeof(struct shm_reg_header) + \
 			 SHM_REG_SLOTS * sizeof(struct shm_reg_slot))
@@ -118,10 +126,12 @@ _Static_assert(sizeof(struct shm_reg_slot) == 64, "registry slot size");
  * exactly sizeof(struct shm_grant) bytes on the accepted connection, with
  * shm_grant_fds(access) descriptors in one SCM_RIGHTS: [0] the registry,
  * read-only; [1] the object, read-only; [2] the object, read-write (only
- * for SHM_ACCESS_RDWR).  The slot fields are those of the segment's
- * registry slot, which the peer compares with the slot itself.
+ * for SHM_ACCESS_RDWR); last, the segment's bell, read end (a peer of
+ * another uid cannot open it through /proc).  The slot fields are those
+ * of the segment's registry slot, which the peer compares with the slot
+ * itself.
  */
-#define SHM_GRANT_MAGIC	0x5850474d4752414eULL	/* "XPGMGRAN" */
+#define SHM_GRANT_MAGIC	0x5850474d47524233ULL	/* "XPGMGRB3" */
 
 enum shm_access {
 	SHM_ACCESS_NONE = 0,
@@ -163,10 +173,10 @@ _Static_assert(sizeof(struct shm_auth) == 88, "auth size");
 /* Descriptors that come with a grant of @access. */
 static inline int shm_grant_fds(uint32_t access)
 {
-	return access == SHM_ACCESS_RDWR ? 3 :
-	       access == SHM_ACCESS_READ ? 2 : 0;
+	return access == SHM_ACCESS_RDWR ? 4 :
+	       access == SHM_ACCESS_READ ? 3 : 0;
 }
-#define SHM_GRANT_MAX_FDS	3
+#define SHM_GRANT_MAX_FDS	4
 
 static inline off_t shm_slot_pos(unsigned int slot)
 {

@@ -24,6 +24,15 @@ _Static_assert(sizeof(struct iovec) == sizeof(struct xpmem_ext_iov),
 
 #define XPMEM_EXPORT __attribute__((visibility("default")))
 
+/*
+ * Huge pages of 2 MiB, the size both allocators round to, asked for by
+ * size (MAP_HUGE_2MB, MFD_HUGE_2MB: log2 of the size at bit 26) rather
+ * than the default hugetlb size: that is 2 MiB on x86_64 and on arm64
+ * with 4 KiB pages, but 512 MiB on arm64 with 64 KiB pages (which has
+ * 2 MiB pages too, of contiguous PTEs).
+ */
+#define XPMEM_LIB_HUGE_2MB_FLAG	(21U << 26)
+
 /* ---- debug.c ----------------------------------------------------------- */
 
 /* True when XPMEM_DEBUG is set to something other than "" or "0". */
@@ -130,7 +139,17 @@ struct xpmem_lib_backend {
 	 */
 	int (*prep)(struct io_uring_sqe *sqe, unsigned int op,
 		    const void *arg, int buf_index);
+	/*
+	 * Events (XPMEM_EXT_F_EVENTS): the descriptor to poll, or -errno;
+	 * up to @max (>= 1) events into @ev without blocking: how many, or
+	 * -errno.
+	 */
+	int (*event_fd)(void);
+	int (*events)(struct xpmem_ext_event *ev, unsigned int max);
 };
+
+/* api.c: the active backend (selected at the first call), or NULL/errno */
+const struct xpmem_lib_backend *xpmem_lib_active(void);
 
 /* util.c: the backend's features, static ones and those found at run time */
 unsigned long xpmem_lib_features(const struct xpmem_lib_backend *be);

@@ -313,11 +313,67 @@ __attribute__((constructor)) static void probe_main(void)
 	_exit(0);
 }
 
-/* Run ourselves in probe mode with @env; capture stdout+stderr in @out. */
+/* CLOCK_MONOTONIC in ns */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A probe that has not ended by then is shown and killed. */
+#define PROBE_DEADLINE_S	40
+
+/* Each thread of @pid: state, wait channel and kernel stack (as root). */
+static void show_stuck(pid_t pid)
+{
+	char path[320], buf[2048];
+	struct dirent *e;
+	DIR *d;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		static const char *const what[] = { "stat", "wchan", "stack" };
+
+		if (e->d_name[0] == '.')
+			continue;
+		for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+			snprintf(path, sizeof(path), "/proc/%d/task/%s/%s",
+				 (int)pid, e->d_name, what[i]);
+			fd = open(path, O_RDONLY);
+			if (fd < 0)
+				continue;
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (n > 0) {
+				buf[n] = 0;
+				ksft_print_msg("probe %d thread %s %s: %s\n",
+					       (int)pid, e->d_name, what[i],
+					       buf);
+			}
+		}
+	}
+	closedir(d);
+}
+
+/*
+ * Run ourselves in probe mode with @env; capture stdout+stderr in @out.
+ * The probe dies with the test; one still running after PROBE_DEADLINE_S
+ * is shown (show_stuck()) and killed, so that a hang says where it was
+ * and leaves nothing behind for the next test.
+ */
 static int run_probe(char *const env[], char *out, size_t outlen)
 {
+	uint64_t deadline = now_ns() + PROBE_DEADLINE_S * 1000000000ULL;
+	struct pollfd p = { .events = POLLIN };
 	int pfd[2];
-	pid_t pid;
+	pid_t pid, parent = getpid();
 	size_t got = 0;
 	ssize_t n;
 
@@ -327,15 +383,36 @@ static int run_probe(char *const env[], char *out, size_t outlen)
 	if (pid == 0) {
 		char *argv[] = { "lib_xpmem-probe", NULL };
 
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) ||
+		    getppid() != parent)
+			_exit(99);
 		dup2(pfd[1], 1);
 		dup2(pfd[1], 2);
 		execve("/proc/self/exe", argv, env);
 		_exit(127);
 	}
 	close(pfd[1]);
-	while (got < outlen - 1 &&
-	       (n = read(pfd[0], out + got, outlen - 1 - got)) > 0)
+	p.fd = pfd[0];
+	while (got < outlen - 1) {
+		uint64_t now = now_ns();
+
+		if (now >= deadline) {
+			ksft_print_msg("probe %d still running after %d s\n",
+				       (int)pid, PROBE_DEADLINE_S);
+			show_stuck(pid);
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(&p, 1, (int)((deadline - now) / 1000000 + 1)) < 0 &&
+		    errno != EINTR)
+			break;
+		if (!p.revents)
+			continue;
+		n = read(pfd[0], out + got, outlen - 1 - got);
+		if (n <= 0)
+			break;
 		got += (size_t)n;
+	}
 	out[got] = 0;
 	close(pfd[0]);
 	return wait_child(pid);
@@ -396,7 +473,7 @@ TEST_F(lib, backend_signals)
 			  XPMEM_EXT_F_ATTACH_OPTS | XPMEM_EXT_F_KEYS |
 			  XPMEM_EXT_F_COPY | XPMEM_EXT_F_URING |
 			  XPMEM_EXT_F_MAKEV | XPMEM_EXT_F_URING_FIXED |
-			  XPMEM_EXT_F_AUTH, f);
+			  XPMEM_EXT_F_AUTH | XPMEM_EXT_F_EVENTS, f);
 		ASSERT_STREQ("shm", xpmem_ext_backend_name(self->backend));
 	} else {
 		ASSERT_LE(0, xpmem_version());
@@ -906,8 +983,11 @@ TEST_F(lib, ext_attach_rejections)
 	ro = xpmem_get(segid, XPMEM_RDONLY, XPMEM_PERMIT_MODE, NULL);
 	ASSERT_LT(0, rw);
 	ASSERT_LT(0, ro);
-	/* FIXED is a non-NULL vaddr here, not a flag */
-	for (unsigned int bit = 1; bit < 32; bit += bit == 1 ? 3 : 1) {
+	/*
+	 * FIXED is a non-NULL vaddr here, not a flag; bit 4 is ZERO_REVOKED
+	 * (lib_events)
+	 */
+	for (unsigned int bit = 1; bit < 32; bit += bit == 1 ? 4 : 1) {
 		errno = 0;
 		ASSERT_EQ((void *)-1, ext_attach(rw, len, 1U << bit));
 		ASSERT_EQ(EINVAL, errno) TH_LOG("flag bit %u", bit);
@@ -3015,14 +3095,6 @@ TEST_F(lib, hugetlb_alloc_falls_back)
 
 /* ---- first-touch cost --------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Read one byte per page; returns the elapsed ns and checks the data. */
 static uint64_t touch_pages(const unsigned char *p, size_t size, int *bad)
 {
@@ -3108,7 +3180,7 @@ static int measure_first_touch(uint64_t *att_ns, uint64_t *memfd_ns)
  * also the shm backend's (measured in a re-executed copy of this program
  * with XPMEM_BACKEND=shm), so one VM run reports both.
  */
-TEST_F(lib, first_touch_cost)
+TEST_F_TIMEOUT(lib, first_touch_cost, PROBE_DEADLINE_S + 30)
 {
 	uint64_t att = 0, memfd = 0;
 	char *env[] = { PROBE_ENV "=touch", "XPMEM_BACKEND=shm", NULL };
@@ -3137,7 +3209,8 @@ TEST_F(lib, first_touch_cost)
 
 /* ---- copies, populate and io_uring (XPMEM_EXT_1.2) --------------------- */
 
-#define COPY_SIZE	(1024 * 1024 + 3 * 4096)
+/* 1 MiB and three pages (fixture lib sets page) */
+#define COPY_SIZE	(1024 * 1024 + 3 * page)
 
 /* fill()'s byte at @i of @seed: what a copy from offset @i must bring. */
 static int check_from(const unsigned char *p, size_t off, size_t len,
@@ -3480,6 +3553,12 @@ TEST_F(lib, ext_prep_copy_fixed)
 		ASSERT_NE(NULL, sqe);
 		ASSERT_EQ(0, xpmem_ext_prep_copy_fixed(sqe, &arg[i], 0));
 		sqe->user_data = (uint64_t)i;
+		/*
+		 * The write overlaps what the read reads: the read first
+		 * (io_uring may run independent requests in any order).
+		 */
+		if (i == 0)
+			sqe->flags |= IOSQE_IO_LINK;
 	}
 	ASSERT_EQ(3, io_uring_submit(&ring));
 	for (int i = 0; i < 3; i++) {

@@ -616,7 +616,7 @@ static void gup_refused(struct __test_metadata *_metadata,
 		    errno != EFAULT)
 			_exit(1);
 		ro.iov_base = buf + PAGE;
-		if (process_vm_readv(parent, &lo, 1, &ro, 1, 0) != PAGE ||
+		if (process_vm_readv(parent, &lo, 1, &ro, 1, 0) != (ssize_t)PAGE ||
 		    out[5] != 'A')
 			_exit(2);
 		_exit(0);

@@ -581,9 +581,15 @@ static void populate_child(xpmem_segid_t segid, int write)
 			p[i] = (char)(i / PAGE);
 	if (stat_read("faults") != faults)
 		_exit(15);
-	/* the first half was left alone: reading it faults */
-	if (check(p, PAGE, 31) || stat_read("faults") == faults)
+	/*
+	 * The first half was left alone: reading it faults, unless one fault
+	 * window covers both halves (64 KiB pages: 512 MiB windows), when
+	 * populating the second half mapped the first too.
+	 */
+	if (check(p, PAGE, 31))
 		_exit(16);
+	if (xt_fault_window(fd) <= LEN / 2 && stat_read("faults") == faults)
+		_exit(17);
 	_exit(0);
 }
 
@@ -673,7 +679,7 @@ static int reap(struct io_uring *ring, int n, int *res, int max)
  */
 TEST_F(copy, uring_many_in_flight)
 {
-	static const size_t sizes[] = { 8, PAGE, 60000, 200 * 1024 + 1 };
+	const size_t sizes[] = { 8, PAGE, 60000, 200 * 1024 + 1 };
 	struct xpmem_ext_copy c[16];
 	struct io_uring ring;
 	int res[16];

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -190,7 +191,8 @@ TEST_F(xpmem, whole_address_space_with_hole)
 			_exit(4);
 		for (size_t i = 0; i < PAGE; i++)
 			if ((unsigned char)a[2 * PAGE + i] !=
-			    (unsigned char)(7 * 131 + (2 * PAGE + i) * 7 + 2))
+			    (unsigned char)(7 * 131 + (2 * PAGE + i) * 7 +
+					    ((2 * PAGE + i) >> 12)))
 				_exit(5);
 		_exit(0);
 	}
@@ -937,6 +939,73 @@ TEST_F(xpmem, self_attach)
 	ASSERT_COUNTERS_AT_BASE();
 }
 
+static volatile sig_atomic_t alarms;
+
+static void count_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+/*
+ * In a fresh process (a new mm, no notifier yet), with SIGALRM every
+ * 100 us handled without SA_RESTART: self-attach one page.  0 if the
+ * attachment works, 1 if a command said EINTR, 2 if the setup failed, 3
+ * if the attachment reads wrong, 100 + errno for another error.
+ */
+static int attach_under_alarms(void)
+{
+	struct sigaction sa = { .sa_handler = count_alarm };
+	struct itimerval it = { { 0, 100 }, { 0, 100 } };
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	struct own_att o;
+	int fd = xp_open(), ret;
+
+	if (fd < 0 || sigaction(SIGALRM, &sa, NULL) ||
+	    setitimer(ITIMER_REAL, &it, NULL))
+		return 2;
+	ret = own_att_setup(fd, &o, PAGE, 0600, XPMEM_RDWR, 7);
+	setitimer(ITIMER_REAL, &off, NULL);
+	if (ret == -EINTR)
+		return 1;
+	if (ret)
+		return ret < 0 && ret > -100 ? 100 - ret : 2;
+	return all_bytes(o.a, PAGE, 7) ? 3 : 0;
+}
+
+/*
+ * The kernel's first notifier on an mm takes every VMA's locks and gives
+ * up on any pending signal (or io_uring task work).  ATTACH must not
+ * hand that on as EINTR: classic callers do not retry it.  Each child
+ * inherits thousands of VMAs, so the walk is long and signals land in it.
+ */
+TEST_F(xpmem, attach_not_interrupted_by_signals)
+{
+	const size_t n = 4096;
+	int round, st;
+	size_t i;
+	char *many = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_NE(MAP_FAILED, many);
+	for (i = 0; i < n; i += 2)	/* n VMAs that cannot merge */
+		ASSERT_EQ(0, mprotect(many + i * PAGE, PAGE, PROT_READ));
+	for (round = 0; round < 16; round++) {
+		pid_t pid = fork_child();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0)
+			_exit(attach_under_alarms());
+		st = wait_child(pid);
+		EXPECT_EQ(0, st) {
+			TH_LOG("round %d: child status %d (1: EINTR)", round, st);
+		}
+		if (st)
+			break;
+	}
+	munmap(many, n * PAGE);
+}
+
 /* A fault maps the resident neighbours too: far fewer faults than pages. */
 TEST_F(xpmem, faults_are_batched)
 {
@@ -969,7 +1038,7 @@ TEST_F(xpmem, faults_are_batched)
 		faults = stat_read("faults") - faults;
 		/* THP owner memory may be mapped with huge PMDs (6.12) */
 		mapped = stat_read("pages_mapped") - mapped +
-			 (stat_read("pmd_mapped") - pmds) * 512;
+			 (stat_read("pmd_mapped") - pmds) * (long)PMD_PAGES;
 		/* 4 MiB: 2 or 3 PMD-sized windows, a little slack */
 		if (faults < 1 || faults > 8)
 			_exit(3);

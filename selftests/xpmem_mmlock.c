@@ -4,7 +4,8 @@
  * processes writing through RDWR attachments of each other's whole
  * address space while they map, unmap and populate do not deadlock, and
  * faults make progress with a bounded number of retries while the owner
- * churns its mappings; the OOM reaper (process_mrelease) reaps an owner
+ * churns its mappings, and restart only for invalidations of the page
+ * they need; the OOM reaper (process_mrelease) reaps an owner
  * of a whole-address-space segment; the fault counters exist.
  *
  * Runs as root inside the test VM with the module loaded; skips when
@@ -409,6 +410,125 @@ TEST_F_TIMEOUT(mmlock, mutual_fault_vs_owner_churn_progress, 240)
 	ASSERT_GE(4L * 2 * CHURN_ROUNDS, b.faults - a.faults);
 	ASSERT_GE(3L * 2 * CHURN_ROUNDS, b.retries - a.retries);
 	ASSERT_GE(2L * CHURN_ROUNDS, b.seq_retries - a.seq_retries);
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(sh, sizeof(*sh));
+}
+
+/* ---- Restarts only for the fault's own page -------------------------- */
+
+#define EDGE_MAX_PAGES	512	/* the attachment, at most one fault window */
+#define EDGE_PIECE	16	/* pages the owner discards at each end */
+#define EDGE_ROUNDS	300	/* faults of the attacher */
+
+/* Shared by the owner child and the attacher (the test process). */
+struct edge_shared {
+	int stop;			/* set by the attacher when done */
+	unsigned long discards;		/* the owner's MADV_DONTNEEDs */
+};
+
+/*
+ * The owner: export the whole address space, then discard the first and
+ * the last EDGE_PIECE pages of its @len bytes, in turn and without pause,
+ * until told to stop.  Exit 0, or the step that failed.
+ */
+static int edge_owner(struct edge_shared *sh, struct chan *ch, size_t len)
+{
+	const size_t piece = EDGE_PIECE * PAGE;
+	xpmem_segid_t segid;
+	size_t p;
+	char *buf;
+	int fd;
+
+	fd = xp_open();
+	buf = map_anon(len);
+	if (fd < 0 || !buf)
+		return 1;
+	for (p = 0; p < len / PAGE; p++)
+		*(uint64_t *)(buf + p * PAGE) = 7000 + p;
+	if (make_whole(fd, 0600, &segid))
+		return 2;
+	if (send_msg(ch->to_parent[1], &segid, sizeof(segid)) ||
+	    send_msg(ch->to_parent[1], &buf, sizeof(buf)))
+		return 3;
+	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+		char *edge = buf + (sh->discards & 1 ? len - piece : 0);
+
+		if (madvise(edge, piece, MADV_DONTNEED))
+			return 4;
+		__atomic_add_fetch(&sh->discards, 1, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+/*
+ * A fault window holds the faulting page and its neighbours; an
+ * invalidation of neighbours must not start the fault over, only keep
+ * them out of what the fault maps.  Here the owner discards the first and
+ * the last 16 pages of a buffer of one fault window (at most 512 pages)
+ * without pause - every window of the attachment holds one of them -
+ * while the attacher drops its PTEs and reads one of the pages in
+ * between, EDGE_ROUNDS times.  The reads must see the owner's values, the
+ * owner must have discarded at least once per fault, and the faults may
+ * restart (fault_seq_retries) at most 5 times per 100 faults; before,
+ * every such invalidation restarted them.
+ */
+TEST_F_TIMEOUT(mmlock, fault_restarts_only_for_its_own_page, 120)
+{
+	size_t len = xt_fault_window(self->fd), mid;
+	struct edge_shared *sh = map_shared(sizeof(*sh));
+	struct fault_stats a, b;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	unsigned long d0, d1;
+	int round, bad = 0;
+	struct chan ch;
+	char *obuf, *at;
+	void *va;
+	pid_t pid;
+
+	ASSERT_NE(NULL, sh);
+	if (len > EDGE_MAX_PAGES * PAGE)
+		len = EDGE_MAX_PAGES * PAGE;
+	if (len < 4 * EDGE_PIECE * PAGE)
+		SKIP(return, "fault windows of %zu pages", len / PAGE);
+	mid = len / PAGE - 2 * EDGE_PIECE;
+	ASSERT_EQ(0, chan_init(&ch));
+	pid = kids_fork(&self->kids);
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		chan_child(&ch);
+		_exit(edge_owner(sh, &ch, len));
+	}
+	chan_parent(&ch);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &segid, sizeof(segid)));
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &obuf, sizeof(obuf)));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDONLY, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, whole_off(obuf), len, NULL,
+			       &va));
+	at = va;
+	fault_stats_read(&a);
+	d0 = __atomic_load_n(&sh->discards, __ATOMIC_RELAXED);
+	for (round = 0; round < EDGE_ROUNDS; round++) {
+		size_t p = EDGE_PIECE + (size_t)round * 7 % mid;
+
+		ASSERT_EQ(0, madvise(at, len, MADV_DONTNEED));
+		if (*(volatile uint64_t *)(at + p * PAGE) != 7000 + p)
+			bad++;
+	}
+	d1 = __atomic_load_n(&sh->discards, __ATOMIC_RELAXED);
+	fault_stats_read(&b);
+	ASSERT_EQ(0, munmap(va, len));
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, wait_child(pid));
+	TH_LOG("%d rounds over %zu pages: faults %ld, fault_seq_retries %ld, fault_retries %ld; owner discards %lu",
+	       EDGE_ROUNDS, len / PAGE, b.faults - a.faults,
+	       b.seq_retries - a.seq_retries, b.retries - a.retries, d1 - d0);
+	EXPECT_EQ(0, bad);
+	ASSERT_LE(EDGE_ROUNDS, b.faults - a.faults);
+	/* the owner ran beside the faults: the race was there to lose */
+	ASSERT_LE(EDGE_ROUNDS, d1 - d0);
+	ASSERT_GE(b.faults - a.faults, 20 * (b.seq_retries - a.seq_retries));
 	ASSERT_COUNTERS_AT_BASE();
 	munmap(sh, sizeof(*sh));
 }

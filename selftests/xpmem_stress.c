@@ -1520,7 +1520,7 @@ static uint64_t mf_word(int round, int page)
 TEST_F_TIMEOUT(stress, madv_free_writes, tmo(60, 120, 1200))
 {
 	int rounds = P.level == 0 ? 5 : P.level == 1 ? 20 : 200;
-	static const unsigned int offs[] = { 0, 2048, PAGE - 8 };
+	const unsigned int offs[] = { 0, 2048, (unsigned int)PAGE - 8 };
 	struct { long lost, checked; xpmem_segid_t segid; } *sh = map_shared(sizeof(*sh));
 	int to_att[2], to_own[2], r, j, o;
 	struct kids k = { .n = 2 };

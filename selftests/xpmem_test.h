@@ -33,10 +33,58 @@
 
 
 #include "uring_probe.h"
+#include "xt_wait.h"
 #include "xpmem_sysfs.h"
 #include "xpmem_uapi.h"
 
-#define PAGE		4096UL
+/*
+ * The base page size, as the kernel says (4 KiB on x86_64; 4, 16 or 64 KiB
+ * on arm64): every size and offset the suites derive from pages follows
+ * it.  sysconf() reads it from the aux vector (no system call).
+ */
+static inline size_t xt_page_size(void)
+{
+	static size_t page;
+
+	if (!page)
+		page = (size_t)sysconf(_SC_PAGESIZE);
+	return page;
+}
+
+#define PAGE		xt_page_size()
+/* Pages one PMD maps: a page table page of 8-byte entries (512 at 4 KiB). */
+#define PMD_PAGES	(PAGE / 8)
+
+/*
+ * The end of the user address space (the kernel's TASK_SIZE, where a
+ * whole-address-space segment ends): 0x7ffffffff000 on x86_64 with 4-level
+ * page tables, 1 << 48 on arm64 with 48-bit addresses.  Found by bisection
+ * on the pages MAP_FIXED_NOREPLACE may place (EEXIST counts: a page that
+ * is mapped already is below the end too).
+ */
+static inline uint64_t xt_user_top(void)
+{
+	static uint64_t top;
+	uint64_t lo = 1ULL << 32, hi = 1ULL << 57, mid;	/* lo valid, hi not */
+	void *p;
+
+	if (top)
+		return top;
+	while (hi - lo > PAGE) {
+		mid = lo + ((hi - lo) / 2 & ~(uint64_t)(PAGE - 1));
+		p = mmap((void *)(uintptr_t)mid, PAGE, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			 -1, 0);
+		if (p != MAP_FAILED)
+			munmap(p, PAGE);
+		if (p != MAP_FAILED || errno == EEXIST)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	top = lo + PAGE;
+	return top;
+}
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open		434
@@ -60,6 +108,20 @@ static inline long xp_ioctl_ret(int fd, unsigned long cmd, void *arg)
 static inline int xp_ioctl(int fd, unsigned long cmd, void *arg)
 {
 	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+/*
+ * Bytes one attacher fault maps at most (QUERY's fault_window_pages): a
+ * page table's worth by default, 2 MiB with 4 KiB pages and 512 MiB with
+ * 64 KiB pages.  One page if QUERY fails.
+ */
+static inline size_t xt_fault_window(int fd)
+{
+	struct xpmem_ext_query q = { 0 };
+
+	if (xp_ioctl(fd, XPMEM_CMD_EXT_QUERY, &q) || !q.fault_window_pages)
+		return PAGE;
+	return (size_t)q.fault_window_pages * PAGE;
 }
 
 static inline int xp_make(int fd, void *addr, size_t size, int mode,

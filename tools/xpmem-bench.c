@@ -40,7 +40,22 @@
 #define XPMEM_PKG_VERSION "unknown"
 #endif
 
-#define PAGE		4096UL
+/*
+ * The base page size, as the kernel says (4 KiB on x86_64; 4, 16 or
+ * 64 KiB on arm64).  HPAGE is the 2 MiB of the huge-page kinds: a PMD
+ * with 4 KiB pages, and the 2 MiB hugetlb size every such kernel offers
+ * (with 64 KiB pages a PMD is 512 MiB, and THP then gives no 2 MiB page).
+ */
+static size_t page_size(void)
+{
+	static size_t page;
+
+	if (!page)
+		page = (size_t)sysconf(_SC_PAGESIZE);
+	return page;
+}
+
+#define PAGE		page_size()
 #define HPAGE		(2UL << 20)
 #define KIB		(1UL << 10)
 #define MIB		(1UL << 20)
@@ -57,6 +72,8 @@
 #define HUGETLB_2MB_DIR	"/sys/kernel/mm/hugepages/hugepages-2048kB/"
 
 static const char default_sizes[] = "4K,64K,1M,16M,64M,256M";
+/* without 4K, where a page is larger */
+static const char default_sizes_large[] = "64K,1M,16M,64M,256M";
 
 /* ---- kinds of owner memory -------------------------------------------- */
 
@@ -1301,7 +1318,8 @@ static void usage(FILE *f, const char *prog)
 		"  -h, --help  this help\n"
 		"Timings are wall-clock: under emulation (QEMU TCG) compare only the\n"
 		"ratios within one run.\n",
-		prog, default_sizes, MAX_REPEATS);
+		prog, PAGE > 4096 ? default_sizes_large : default_sizes,
+		MAX_REPEATS);
 }
 
 /* A size list like "4K,64K,1M": 0, or -1 with a message. */
@@ -1407,7 +1425,7 @@ int main(int argc, char **argv)
 	long v;
 
 	run.repeats = 5;
-	parse_sizes(default_sizes, &run);
+	parse_sizes(PAGE > 4096 ? default_sizes_large : default_sizes, &run);
 	if (argc > 1 && !strcmp(argv[1], "--help")) {
 		usage(stdout, argv[0]);
 		return 0;

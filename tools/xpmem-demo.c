@@ -14,6 +14,12 @@
  *
  * Usage: xpmem-demo   (XPMEM_BACKEND=kernel|shm|auto selects the backend)
  * Exit status 0 when the reply came back, 1 otherwise.
+ *
+ * Across containers, in two commands: "xpmem-demo share SECRET" exports
+ * a page that GET finds from any IPC namespace of the host when SECRET is
+ * presented (XPMEM_EXT_MAKE_ANY_NS), prints its segid and waits for a line
+ * (or EOF) on standard input; "xpmem-demo join SEGID [SECRET]", run in
+ * another container, attaches it and replies.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,21 +32,27 @@
 
 #include "xpmem.h"
 
-#define DEMO_SIZE 4096
+/* One page (the kernel's size: 4 KiB on x86_64, up to 64 KiB on arm64). */
+#define DEMO_SIZE ((size_t)sysconf(_SC_PAGESIZE))
 
-static int attacher(int rfd)
+/*
+ * Get @segid (presenting @secret, if not NULL), attach it, print the
+ * owner's message, write the reply, detach and release.  0 or 1.
+ */
+static int join(xpmem_segid_t segid, const char *secret)
 {
 	struct xpmem_addr addr;
-	xpmem_segid_t segid;
 	char *p;
 
-	if (read(rfd, &segid, sizeof(segid)) != (ssize_t)sizeof(segid)) {
-		perror("attacher: read segid");
-		return 1;
-	}
-	addr.apid = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE, (void *)0600);
+	if (secret)
+		addr.apid = xpmem_ext_get(segid, XPMEM_RDWR, secret,
+					  strlen(secret));
+	else
+		addr.apid = xpmem_get(segid, XPMEM_RDWR, XPMEM_PERMIT_MODE,
+				      (void *)0600);
 	if (addr.apid == -1) {
-		perror("attacher: xpmem_get");
+		perror(secret ? "attacher: xpmem_ext_get" :
+				"attacher: xpmem_get");
 		return 1;
 	}
 	addr.offset = 0;
@@ -61,38 +73,130 @@ static int attacher(int rfd)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int attacher(int rfd)
+{
+	xpmem_segid_t segid;
+
+	if (read(rfd, &segid, sizeof(segid)) != (ssize_t)sizeof(segid)) {
+		perror("attacher: read segid");
+		return 1;
+	}
+	return join(segid, NULL);
+}
+
+/* The backend, its reason and the module version, on one line. */
+static void say_backend(void)
 {
 	const char *reason = NULL;
-	int backend, status, pfd[2], ok, version;
-	xpmem_segid_t segid;
-	char *buf;
-	pid_t pid;
+	int backend = xpmem_ext_backend(&reason);
+	int version = xpmem_version();	/* -1 (ENODEV) on the shm backend */
 
-	if (argc > 1) {
-		bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
-
-		if (!help)
-			fprintf(stderr, "xpmem-demo: unexpected argument '%s'\n",
-				argv[1]);
-		fprintf(help ? stdout : stderr,
-			"usage: %s\n"
-			"  An owner process exports a page, a child attaches it, reads the\n"
-			"  owner's message and writes a reply the owner then reads.\n"
-			"  XPMEM_BACKEND=kernel|shm|auto selects the backend.\n"
-			"  Exit status 0 when the reply came back, 1 otherwise.\n",
-			argv[0]);
-		return help ? 0 : 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	backend = xpmem_ext_backend(&reason);
-	version = xpmem_version();	/* -1 (ENODEV) on the shm backend */
 	if (version >= 0)
 		printf("xpmem-demo: backend %s (%s), module version 0x%x\n",
 		       xpmem_ext_backend_name(backend), reason ? reason : "?", version);
 	else
 		printf("xpmem-demo: backend %s (%s), no module version\n",
 		       xpmem_ext_backend_name(backend), reason ? reason : "?");
+}
+
+/* The owner's page after the attacher: 1 if it holds the reply. */
+static int owner_sees_reply(const char *buf)
+{
+	printf("owner (pid %d): my page now says: \"%s\"\n", (int)getpid(),
+	       buf + DEMO_SIZE / 2);
+	return strncmp(buf + DEMO_SIZE / 2, "hello back", 10) == 0;
+}
+
+/*
+ * "share SECRET": export a page to any IPC namespace of the host for
+ * holders of SECRET, print the segid, wait for a line or EOF on standard
+ * input, then show the page and remove the segment.
+ */
+static int share(const char *secret)
+{
+	xpmem_segid_t segid;
+	char *buf, line[64];
+	int ok;
+
+	buf = xpmem_ext_alloc(DEMO_SIZE, 0);
+	if (!buf) {
+		perror("owner: xpmem_ext_alloc");
+		return 1;
+	}
+	snprintf(buf, DEMO_SIZE / 2, "hello from owner pid %d", (int)getpid());
+	segid = xpmem_ext_make(buf, DEMO_SIZE, 0600, XPMEM_EXT_MAKE_ANY_NS,
+			       NULL, 0, secret, strlen(secret));
+	if (segid == -1) {
+		perror("owner: xpmem_ext_make(XPMEM_EXT_MAKE_ANY_NS)");
+		xpmem_ext_free(buf);
+		return 1;
+	}
+	printf("owner (pid %d): exported %d bytes to every IPC namespace, with a secret, as segid 0x%llx\n",
+	       (int)getpid(), (int)DEMO_SIZE, (unsigned long long)segid);
+	printf("segid 0x%llx\n", (unsigned long long)segid);
+	/* until told (a line) or the writer goes (EOF) */
+	if (!fgets(line, sizeof(line), stdin) && ferror(stdin))
+		perror("owner: read standard input");
+	ok = owner_sees_reply(buf);
+	if (xpmem_remove(segid) != 0)
+		perror("owner: xpmem_remove");
+	xpmem_ext_free(buf);
+	printf("xpmem-demo: %s\n", ok ? "SUCCESS: memory shared both ways" : "FAILED");
+	return ok ? 0 : 1;
+}
+
+static int usage(FILE *f, const char *argv0)
+{
+	fprintf(f,
+		"usage: %s\n"
+		"       %s share SECRET\n"
+		"       %s join SEGID [SECRET]\n"
+		"  Without a command: an owner process exports a page, a child\n"
+		"  attaches it, reads the owner's message and writes a reply the\n"
+		"  owner then reads.\n"
+		"  share: export a page that any IPC namespace (container) of this\n"
+		"  host may attach with SECRET; print \"segid 0x...\"; wait for a line\n"
+		"  or EOF on standard input; show the reply (kernel backend only).\n"
+		"  join: attach segment SEGID (with SECRET, if given), print the\n"
+		"  owner's message and write the reply.\n"
+		"  XPMEM_BACKEND=kernel|shm|auto selects the backend.\n"
+		"  Exit status 0 when the reply came back (join: was written),\n"
+		"  1 otherwise, 2 for a usage error.\n",
+		argv0, argv0, argv0);
+	return f == stdout ? 0 : 2;
+}
+
+int main(int argc, char **argv)
+{
+	int status, pfd[2], ok;
+	xpmem_segid_t segid;
+	char *buf, *end;
+	pid_t pid;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
+		return usage(stdout, argv[0]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "share") && argv[2][0]) {
+		say_backend();
+		return share(argv[2]);
+	}
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "join")) {
+		errno = 0;
+		segid = (xpmem_segid_t)strtoll(argv[2], &end, 0);
+		if (errno || *end || segid <= 0) {
+			fprintf(stderr, "xpmem-demo: '%s' is not a segid\n",
+				argv[2]);
+			return usage(stderr, argv[0]);
+		}
+		say_backend();
+		return join(segid, argc == 4 ? argv[3] : NULL);
+	}
+	if (argc > 1) {
+		fprintf(stderr, "xpmem-demo: unexpected argument '%s'\n",
+			argv[1]);
+		return usage(stderr, argv[0]);
+	}
+	say_backend();
 
 	buf = xpmem_ext_alloc(DEMO_SIZE, 0);
 	if (!buf) {
@@ -106,7 +210,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("owner (pid %d): exported %d bytes at %p as segid 0x%llx\n",
-	       (int)getpid(), DEMO_SIZE, (void *)buf, (unsigned long long)segid);
+	       (int)getpid(), (int)DEMO_SIZE, (void *)buf, (unsigned long long)segid);
 
 	if (pipe(pfd) != 0) {
 		perror("pipe");
@@ -129,10 +233,8 @@ int main(int argc, char **argv)
 		perror("waitpid");
 		return 1;
 	}
-	ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-	     strncmp(buf + DEMO_SIZE / 2, "hello back", 10) == 0;
-	printf("owner (pid %d): my page now says: \"%s\"\n", (int)getpid(),
-	       buf + DEMO_SIZE / 2);
+	ok = owner_sees_reply(buf) && WIFEXITED(status) &&
+	     WEXITSTATUS(status) == 0;
 	if (xpmem_remove(segid) != 0)
 		perror("owner: xpmem_remove");
 	xpmem_ext_free(buf);

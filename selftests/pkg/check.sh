@@ -70,8 +70,11 @@ start() {	# start NAME DESCRIPTION FUNCTION [ARGS]
 	desc[$name]=$2
 	shift 2
 	(
-		trap 'echo $(( $(date +%s) - t )) >"$LOGS/$name.secs"' EXIT
-		t=$(date +%s)
+		# (a name no check function uses for a local: a check that
+		# dies under set -e exits with its locals still in scope)
+		trap 'echo $(( $(date +%s) - start_t0 )) >"$LOGS/$name.secs"' EXIT
+		# shellcheck disable=SC2034 # read by the trap
+		start_t0=$(date +%s)
 		"$@"
 	) >"$LOGS/$name.log" 2>&1 &
 	pid[$name]=$!
@@ -537,8 +540,12 @@ check_man() {
 
 # 7. The tools run from the scratch root.
 check_tools() {
-	local env=(env LD_LIBRARY_PATH="$LIBDIR" XPMEM_BACKEND=shm) out ran="xpmem-demo --help"
-	LD_LIBRARY_PATH=$LIBDIR ldd "$R/usr/bin/xpmem-demo" | grep -q "=> $LIBDIR/libxpmem.so.0" ||
+	local env=(env LD_LIBRARY_PATH="$LIBDIR" XPMEM_BACKEND=shm) out lddout
+	local ran="xpmem-demo --help"
+	# (ldd's whole output first: grep -q on a pipe may SIGPIPE ldd,
+	# which pipefail counts as a failure)
+	lddout=$(LD_LIBRARY_PATH=$LIBDIR ldd "$R/usr/bin/xpmem-demo") || true
+	grep -qF "=> $LIBDIR/libxpmem.so.0" <<<"$lddout" ||
 		die "xpmem-demo does not load libxpmem.so.0 from $LIBDIR"
 	"${env[@]}" "$R/usr/bin/xpmem-demo" --help
 	"${env[@]}" "$R/usr/bin/xpmem-bench" -h
@@ -629,7 +636,7 @@ deb_files() {	# deb_files DEB: its files (not directories), one per line
 		grep -Ev '^/usr/share/(doc|lintian)/' | sort
 }
 check_rpm() {
-	local t=$W/rpm rlib pair r d rpm deb flags out errors
+	local t=$W/rpm rlib pair r d rpm deb flags out errors lddout
 	local -a rpms
 	mkdir -p "$t/SOURCES" "$t/root"
 	copy_tree "$t/xpmem-$VERSION"
@@ -661,7 +668,8 @@ check_rpm() {
 	classic_c >"$t/classic.c"
 	# shellcheck disable=SC2086 # $flags is a list of options
 	${CC:-cc} -Wall -Wextra -Werror -o "$t/classic" "$t/classic.c" $flags
-	LD_LIBRARY_PATH=$t/root$rlib ldd "$t/classic" | grep -q "=> $t/root$rlib/libxpmem.so.0" ||
+	lddout=$(LD_LIBRARY_PATH=$t/root$rlib ldd "$t/classic") || true
+	grep -qF "=> $t/root$rlib/libxpmem.so.0" <<<"$lddout" ||
 		die "the program does not load libxpmem.so.0 from the unpacked RPM"
 	LD_LIBRARY_PATH=$t/root$rlib "$t/classic"
 	detail rpm "${#rpms[@]} packages, rpmlint $(grep -c ': W: ' <<<"$out" || true) warning(s), no error; files as in the .debs; classic program built and run"

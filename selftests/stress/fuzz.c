@@ -44,7 +44,7 @@
 #define FZ_ATTS		64
 #define FZ_SEGS		16
 #define FZ_SECRET_PAGES	16
-#define FZ_TOP		0x7ffffffff000ULL	/* 47-bit user space */
+#define FZ_TOP		xt_user_top()	/* end of the user address space */
 #define KADDR		0xffff888000000000ULL	/* the direct map */
 
 const char *const fz_names[FZ_NOPS] = {
@@ -527,7 +527,7 @@ static long fz_ext_make(struct fz *f, struct xpmem_cmd_make *c, int bad,
 	/* what has no EXT_MAKE counterpart becomes an unknown flag */
 	if (bad && (c->permit_type != XPMEM_PERMIT_MODE ||
 		    c->permit_value > 0777))
-		x.flags |= 0x10U << rnd(&f->r, 28);
+		x.flags |= (XPMEM_EXT_MAKE_FLAGS + 1) << rnd(&f->r, 27);
 	if (chance(&f->r, 3))
 		x.key_len = XPMEM_EXT_KEY_MAX + 1;	/* and so must fail */
 	r = xp_ioctl_ret(f->fd, XPMEM_CMD_EXT_MAKE, fz_arg(f, am, &x, sizeof(x)));
@@ -1020,8 +1020,10 @@ call:
 		};
 		unsigned int o = rnd(&f->r, 8);
 
+		/* a bit above every defined flag (must fail) */
 		if (c.flags)
-			x.flags |= 0x10U << rnd(&f->r, 28);
+			x.flags |= (XPMEM_EXT_ATTACH_FLAGS + 1) <<
+				   rnd(&f->r, 27);
 		x.flags |= (o & 1 ? XPMEM_EXT_ATTACH_RDONLY : 0) |
 			   (o & 2 ? XPMEM_EXT_ATTACH_POPULATE : 0) |
 			   (o & 4 ? XPMEM_EXT_ATTACH_POPULATE_WRITE : 0);

@@ -2,18 +2,26 @@
 # Build (or reuse) one of the test kernels built from source.
 #
 # Usage: selftests/vm/build-kernel.sh [--prepare] NAME [OUTDIR]
-#        (NAME: debug-6.12, bullseye-5.10, sid-7.2; OUTDIR default build/NAME)
+#        (NAME: debug-6.12, bullseye-5.10, sid-7.2, arm64-6.12,
+#        arm64-6.12-64k; OUTDIR default build/NAME)
 #
 #   debug-6.12     Debian's linux-source-6.12 (/usr/src, from deps.sh)
 #   bullseye-5.10  Debian 11's linux-source-5.10 (fetch-kernel-source.sh)
 #   sid-7.2        Debian sid's linux-source-7.2 (fetch-kernel-source.sh)
+#   arm64-6.12     linux-source-6.12 for arm64 (4 KiB pages), cross-built
+#                  with ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-
+#                  (gcc-aarch64-linux-gnu: deps.sh arm64)
+#   arm64-6.12-64k the same with 64 KiB pages
 #
 # Extracts the tarball into OUTDIR/linux-source-X.Y, configures it as
-# tinyconfig + selftests/vm/base.config (+ debug.config for debug-6.12:
-# KASAN, lockdep, kmemleak) (+ selftests/vm/NAME.config if present), checks that every option of the fragments survived (an option
-# this kernel's Kconfig does not know at all is reported and skipped: the
-# kernel predates the feature), and builds bzImage plus the in-tree modules
-# (the latter writes Module.symvers, which out-of-tree module builds need).
+# tinyconfig + selftests/vm/base.config + the architecture's fragment
+# (x86_64.config or arm64.config) (+ debug.config for debug-6.12: KASAN,
+# lockdep, kmemleak) (+ selftests/vm/NAME.config if present), checks that
+# every option of the fragments survived (an option this kernel's Kconfig
+# does not know at all is reported and skipped: the kernel predates the
+# feature), and builds the boot image (x86_64: bzImage; arm64: Image) plus
+# the in-tree modules (the latter writes Module.symvers, which out-of-tree
+# module builds need).
 # With --prepare it stops after `make modules_prepare`: enough to compile
 # the module (W=1, sparse), not to link it (modpost) or boot.
 #
@@ -49,13 +57,34 @@ bullseye-5.10 | sid-7.2)
 	series=${name#*-}
 	tarball=$("$here/fetch-kernel-source.sh" -o "$top/build/src" "$series") ||
 		die "could not fetch linux-source-$series" ;;
+arm64-6.12 | arm64-6.12-64k)
+	series=6.12
+	tarball=${LINUX_SRC_TAR:-/usr/src/linux-source-6.12.tar.xz}
+	[ -r "$tarball" ] || die "$tarball not found (run selftests/vm/deps.sh as root)" ;;
 *)
-	die "unknown kernel (known: debug-6.12 bullseye-5.10 sid-7.2)" ;;
+	die "unknown kernel (known: debug-6.12 bullseye-5.10 sid-7.2 arm64-6.12 arm64-6.12-64k)" ;;
+esac
+
+# The architecture: its make arguments, fragment and boot image.
+case "$name" in
+arm64-*)
+	arch=arm64
+	cross=${CROSS_COMPILE:-aarch64-linux-gnu-}
+	command -v "${cross}gcc" >/dev/null ||
+		die "${cross}gcc missing (run selftests/vm/deps.sh arm64 as root)"
+	kmake=(ARCH=arm64 CROSS_COMPILE="$cross")
+	image=Image
+	image_path=arch/arm64/boot/Image ;;
+*)
+	arch=x86_64
+	kmake=(ARCH=x86_64)
+	image=bzImage
+	image_path=arch/x86/boot/bzImage ;;
 esac
 
 # Bump when the way a kernel is built changes (not for comments).
 recipe=2
-fragments=("$here/base.config")
+fragments=("$here/base.config" "$here/$arch.config")
 [ "$name" = debug-6.12 ] && fragments+=("$here/debug.config")
 [ -f "$here/$name.config" ] && fragments+=("$here/$name.config")
 
@@ -81,7 +110,7 @@ tree=$out/linux-source-$series
 done_for() {	# done_for STAGE: is STAGE (or more) cached?
 	[ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$want" ] || return 1
 	[ "$1" = prepare ] && [ -f "$out/prepared" ] && return 0
-	[ -f "$tree/arch/x86/boot/bzImage" ] && [ -f "$tree/Module.symvers" ] &&
+	[ -f "$tree/$image_path" ] && [ -f "$tree/Module.symvers" ] &&
 		[ ! -f "$out/prepared" ]
 }
 if done_for "$stage"; then
@@ -107,9 +136,9 @@ else
 
 	cd "$tree"
 	log "configuring (tinyconfig + ${fragments[*]##*/})"
-	nice -n 19 make -s ARCH=x86_64 tinyconfig >/dev/null
+	nice -n 19 make -s "${kmake[@]}" tinyconfig >/dev/null
 	KCONFIG_CONFIG=.config scripts/kconfig/merge_config.sh -m .config "${fragments[@]}" >/dev/null
-	nice -n 19 make -s ARCH=x86_64 olddefconfig >/dev/null
+	nice -n 19 make -s "${kmake[@]}" olddefconfig >/dev/null
 
 	# merge_config.sh and olddefconfig silently drop options whose
 	# dependencies are missing: verify every line of the fragments.  An
@@ -140,7 +169,7 @@ else
 	[ "$bad" = 0 ] || die "config fragment not fully applied; fix ${fragments[*]##*/}"
 
 	log "make modules_prepare"
-	nice -n 19 make -s ARCH=x86_64 -j"$jobs" modules_prepare
+	nice -n 19 make -s "${kmake[@]}" -j"$jobs" modules_prepare
 	touch "$out/prepared"
 	echo "$want" > "$out/stamp"
 	log "configured and prepared in $(( $(date +%s) - start )) s"
@@ -148,9 +177,9 @@ fi
 [ "$stage" = prepare ] && exit 0
 
 cd "$tree"
-log "building bzImage and modules with -j$jobs (a few minutes)"
-nice -n 19 make -s ARCH=x86_64 -j"$jobs" bzImage modules
-[ -f arch/x86/boot/bzImage ] || die "no bzImage produced"
+log "building $image and modules with -j$jobs (a few minutes)"
+nice -n 19 make -s "${kmake[@]}" -j"$jobs" "$image" modules
+[ -f "$image_path" ] || die "no $image produced"
 [ -f Module.symvers ] || die "no Module.symvers produced"
 rm -f "$out/prepared"
 log "built in $(( $(date +%s) - start )) s"

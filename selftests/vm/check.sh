@@ -16,6 +16,9 @@ export B
 t0=$(date +%s)
 tp=0 tf=0 ts=0
 summary=()
+# elapsed: seconds since the start, for the progress lines (CI's time
+# budget is judged on the whole run; these show where it goes).
+elapsed() { echo "+$(( $(date +%s) - t0 ))s"; }
 
 add() { # add LABEL RESULTFILE RC
 	local label=$1 f=$2 rc=$3 p=0 fl=0 s=0 w=0
@@ -28,12 +31,17 @@ add() { # add LABEL RESULTFILE RC
 # add_script LABEL LOG CMD...: a check script that ends with a line
 # "N passed, N failed"; a script that fails without counting counts once.
 add_script() {
-	local label=$1 log=$2 t rc p=0 fl=0 last
+	local label=$1 log=$2 t
 	shift 2
 	t=$(date +%s)
 	mkdir -p "$(dirname "$log")"
 	"$@" 2>&1 | tee "$log"
-	rc=${PIPESTATUS[0]}
+	script_counted "$label" "$log" "${PIPESTATUS[0]}" "$t"
+}
+
+# script_counted LABEL LOG RC START: count a check script's log.
+script_counted() {
+	local label=$1 log=$2 rc=$3 t=$4 p=0 fl=0 last
 	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 	if [ -n "$last" ]; then
 		p=${last%% passed*}
@@ -49,21 +57,29 @@ add_script() {
 # The test kernels built from source are built in the background, one
 # after the other, while the host tests and the VM runs go on: the build
 # runs at nice 19 (build-kernel.sh) in this session, so it takes the CPU
-# time the VMs leave idle and little else.  Each build leaves
-# $B/results/build-NAME (its exit status) when done; a VM run of a source
-# kernel waits for its own.  A kernel that fails to build fails its VM run
-# (run.sh tries again and says why).
-src_kernels=()
+# time the VMs leave idle and little else.  The x86_64 ones first (the
+# package check builds the module against them with dkms), the arm64 ones
+# last.  Each build leaves $B/results/build-NAME (its exit status) when
+# done; a VM run of a source kernel waits for its own.  A kernel that fails
+# to build fails its VM run (run.sh tries again and says why).
+src_kernels=() x86_src=()
 for k in "$@"; do
-	case "$k" in debug-* | bullseye-* | sid-*) src_kernels+=("$k") ;; esac
+	case "$k" in debug-* | bullseye-* | sid-*) x86_src+=("$k") ;; esac
+done
+src_kernels=(${x86_src[@]+"${x86_src[@]}"})
+for k in "$@"; do
+	case "$k" in arm64-*) src_kernels+=("$k") ;; esac
 done
 mkdir -p "$B/results"
-for k in "${src_kernels[@]}"; do rm -f "$B/results/build-$k"; done
+for k in ${src_kernels[@]+"${src_kernels[@]}"}; do rm -f "$B/results/build-$k"; done
 if [ ${#src_kernels[@]} -gt 0 ]; then
 	(
 		for k in "${src_kernels[@]}"; do
-			selftests/vm/build-kernel.sh "$k" "$B/$k" > "$B/results/build-$k.log" 2>&1
-			echo $? > "$B/results/build-$k.tmp"
+			echo "check: $(elapsed): build of $k started" > "$B/results/build-$k.log"
+			selftests/vm/build-kernel.sh "$k" "$B/$k" >> "$B/results/build-$k.log" 2>&1
+			st=$?
+			echo "check: $(elapsed): build of $k ended (status $st)" >> "$B/results/build-$k.log"
+			echo $st > "$B/results/build-$k.tmp"
 			mv "$B/results/build-$k.tmp" "$B/results/build-$k"
 		done
 	) &
@@ -74,7 +90,7 @@ built() {	# built NAME: wait for the background build of NAME; its status
 		kill -0 "$builds" 2>/dev/null || return 1
 		sleep 5
 	done
-	sed 's/^/  /' "$B/results/build-$1.log" | tail -n 5
+	sed 's/^/  /' "$B/results/build-$1.log" | tail -n 6
 	return "$(cat "$B/results/build-$1")"
 }
 
@@ -90,41 +106,66 @@ add_script man "$B/results/man.log" sh man/check.sh
 vm_run() {	# vm_run KERNEL: one kernel's suites in QEMU, counted
 	local k=$1
 	rm -f "$B/results/$k"
+	local nobuild=1
+	# `make check` built the x86_64 userspace; run.sh cross-builds the
+	# arm64 one itself.
+	case "$k" in arm64-*) nobuild= ;; esac
+	echo "check: $(elapsed): $k: VM run starts"
 	# shellcheck disable=SC2086  # SUITES: words, each a filter
-	NO_BUILD=1 RESULT_FILE=$B/results/$k selftests/vm/run.sh "$k" ${SUITES:-}
+	NO_BUILD=$nobuild RESULT_FILE=$B/results/$k selftests/vm/run.sh "$k" ${SUITES:-}
 	add "$k" "$B/results/$k" $?
 }
 
 # Debian's kernels first (nothing to build), then each source kernel once
-# built; the package check (build, lintian, install into a scratch root,
-# a classic program through pkg-config, dkms build for both Debian
-# kernels and for each kernel built from source, the RPMs) once every
-# build is done.
+# built.  The package check (build, lintian, install into a scratch root,
+# a classic program through pkg-config, dkms build for both Debian kernels
+# and for the last x86_64 kernel built from source, the newest: the VM runs
+# build the module for every kernel already, dkms adds only its own
+# invocation, the same for every tree; the RPMs) runs at nice 19 in the
+# background from the moment the last x86_64 source kernel is built (from
+# the start without one): it is mostly single-threaded (lintian, dpkg,
+# rpmbuild) and fills a core the VM runs leave idle.  Its log is printed
+# and counted at the end.
 trees=()
-pkg_done=0
-pkg_check() {
-	[ "$pkg_done" = 1 ] && return 0
-	pkg_done=1
+pkg_pid=
+pkg_t=
+pkg_start() {
+	[ -z "$pkg_t" ] || return 0
+	pkg_t=$(date +%s)
 	[ -x selftests/pkg/check.sh ] || return 0
-	add_script pkg "$B/results/pkg.log" env DKMS_TREES="${trees[*]}" selftests/pkg/check.sh
+	echo "check: $(elapsed): package check started in the background ($B/results/pkg.log)"
+	# at nice 19, as the kernel builds: the VM runs come first
+	DKMS_TREES="${trees[*]}" nice -n 19 selftests/pkg/check.sh > "$B/results/pkg.log" 2>&1 &
+	pkg_pid=$!
 }
-last_src=
-[ ${#src_kernels[@]} = 0 ] || last_src=${src_kernels[${#src_kernels[@]}-1]}
+pkg_finish() {
+	local rc
+	pkg_start
+	[ -n "$pkg_pid" ] || return 0
+	wait "$pkg_pid"
+	rc=$?
+	echo "==== package check (ran in the background; ended at $(elapsed)) ===="
+	cat "$B/results/pkg.log"
+	script_counted pkg "$B/results/pkg.log" "$rc" "$pkg_t"
+}
+last_x86=
+[ ${#x86_src[@]} = 0 ] && pkg_start
+[ ${#x86_src[@]} = 0 ] || last_x86=${x86_src[${#x86_src[@]}-1]}
 for k in "$@"; do
 	case "$k" in
-	debug-* | bullseye-* | sid-*)
-		echo "check: waiting for the build of $k ($B/results/build-$k.log)"
-		if built "$k"; then
+	debug-* | bullseye-* | sid-* | arm64-*)
+		echo "check: $(elapsed): waiting for the build of $k ($B/results/build-$k.log)"
+		if built "$k" && [ "$k" = "$last_x86" ]; then
 			case "$B" in
 			/*) trees+=("$B/$k/linux-source-${k##*-}") ;;
 			*) trees+=("$top/$B/$k/linux-source-${k##*-}") ;;
 			esac
 		fi
-		[ "$k" = "$last_src" ] && pkg_check ;;
+		[ "$k" = "$last_x86" ] && pkg_start ;;
 	esac
 	vm_run "$k"
 done
-pkg_check
+pkg_finish
 [ -z "${builds:-}" ] || wait "$builds"
 
 echo

@@ -4,7 +4,7 @@
 # Run as root on Debian: runs `apt-get update` once, then `apt-get install -y`.
 # Otherwise: prints the exact install line and exits non-zero.
 #
-# Usage: selftests/vm/deps.sh [build|test|all] [--check]
+# Usage: selftests/vm/deps.sh [build|test|all|arm64] [--check]
 #   build     what `make` and `make install` need: a compiler, liburing-dev and the
 #             headers of the running kernel (for the module)
 #   test      (default; also `all`) everything the test rig needs on top:
@@ -12,6 +12,11 @@
 #             headers, linux-source-6.12 (kselftest header, checkpatch, the
 #             debug kernel), sparse, liburing-dev, packaging tools (Debian
 #             and RPM)
+#   arm64     test, plus what the arm64 kernels (arm64-6.12, arm64-6.12-64k)
+#             need: the arm64 architecture in dpkg (multiarch), the cross
+#             compiler, qemu-system-arm and liburing-dev:arm64 (the
+#             static arm64 busybox is fetched by run.sh with apt-get
+#             download; it cannot be installed beside the amd64 one)
 #   --check   only report what is missing (exit 1 if anything is)
 set -eu
 
@@ -21,15 +26,16 @@ gzip util-linux perl busybox-static qemu-system-x86 liburing-dev sparse dkms bc 
 libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
 linux-source-6.12 man-db groff-base debhelper dh-dkms lintian fakeroot dpkg-dev \
 gnuplot-nox openssl rpm rpmlint"
+ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm liburing-dev:arm64"
 
 mode=test
 check_only=0
 for a in "$@"; do
 	case $a in
-	build|test) mode=$a ;;
+	build|test|arm64) mode=$a ;;
 	all) mode=test ;;
 	--check) check_only=1 ;;
-	*) echo "usage: $0 [build|test|all] [--check]" >&2; exit 2 ;;
+	*) echo "usage: $0 [build|test|all|arm64] [--check]" >&2; exit 2 ;;
 	esac
 done
 
@@ -72,18 +78,29 @@ else
 	need612=""
 	have_612 || need612=yes
 fi
+# arm64: the foreign architecture must be known to dpkg before apt can
+# see liburing-dev:arm64 (and busybox-static:arm64, for run.sh).
+need_arch=""
+if [ "$mode" = arm64 ]; then
+	need="$need$(missing $ARM64_PKGS | tr "\n" " ")"
+	dpkg --print-foreign-architectures 2>/dev/null | grep -qx arm64 || need_arch=yes
+fi
 
-if [ -z "$need" ] && [ -z "$need612" ]; then
+if [ -z "$need" ] && [ -z "$need612" ] && [ -z "$need_arch" ]; then
 	exit 0
 fi
 
 if [ "$check_only" = 1 ] || [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
 	echo "xpmem: missing $mode dependencies. Install them with:" >&2
-	echo "  apt-get update && apt-get install -y $need${need612:+ linux-image-6.12.<N>+deb12-amd64-unsigned linux-headers-6.12.<N>+deb12-amd64}" >&2
+	echo "  ${need_arch:+dpkg --add-architecture arm64 && }apt-get update && apt-get install -y $need${need612:+ linux-image-6.12.<N>+deb12-amd64-unsigned linux-headers-6.12.<N>+deb12-amd64}" >&2
 	exit 1
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+if [ -n "$need_arch" ]; then
+	dpkg --add-architecture arm64
+	rm -f "$stamp_dir/xpmem-apt-updated"
+fi
 if [ ! -f "$stamp_dir/xpmem-apt-updated" ]; then
 	apt-get update
 	touch "$stamp_dir/xpmem-apt-updated" 2>/dev/null || true

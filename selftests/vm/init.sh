@@ -1,9 +1,11 @@
 #!/bin/busybox sh
 # /init of the xpmem test VM (busybox initramfs, packed by selftests/vm/run.sh).
 #
-# Console (ttyS0) gets everything a human wants to read; /dev/ttyS1 gets a
-# clean, machine-readable copy of each suite's output framed by "@@XPMEM"
-# lines, which the host parses (kernel messages never go there).
+# Console (ttyS0; arm64: ttyAMA0) gets everything a human wants to read;
+# the result channel (RESULT_DEV: /dev/ttyS1; arm64: the virtio console
+# /dev/hvc0) gets a clean, machine-readable copy of each suite's output
+# framed by "@@XPMEM" lines, which the host parses (kernel messages never
+# go there).
 # Settings come from /etc/xpmem-run.conf (see run.sh).
 
 # No `set -e`: if init exits the kernel panics, and one failing step must not
@@ -23,7 +25,13 @@ mount -t devpts devpts /dev/pts 2>/dev/null
 [ -d /sys/kernel/debug ] && mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 if grep -q hugetlbfs /proc/filesystems; then
 	mount -t hugetlbfs hugetlbfs /dev/hugepages
-	echo 64 > /proc/sys/vm/nr_hugepages 2>/dev/null
+	# 128 MiB of huge pages of the default size (64 of 2 MiB on x86_64
+	# and on arm64 with 4 KiB pages); none where that size is larger
+	# (arm64 with 64 KiB pages: 512 MiB, a quarter of the VM).
+	hkb=$(sed -n 's/^Hugepagesize: *\([0-9]*\) kB$/\1/p' /proc/meminfo)
+	if [ -n "$hkb" ] && [ "$hkb" -gt 0 ] && [ "$hkb" -le 131072 ]; then
+		echo $((131072 / hkb)) > /proc/sys/vm/nr_hugepages 2>/dev/null
+	fi
 fi
 hostname xpmem-vm
 # Hung tasks are reported after 20 s instead of 120 s (the host fails the
@@ -43,9 +51,13 @@ STRESS_ENV=
 FALLBACK_PASS=1
 BENCH_ARGS=
 BENCH_PROFILE=
+RESULT_DEV=/dev/ttyS1
+SCALE_ARGS=
+SCALE_CHURN=0
+SCALE_PROFILE=0
 [ -f /etc/xpmem-run.conf ] && . /etc/xpmem-run.conf
 
-R=/dev/ttyS1
+R=$RESULT_DEV
 [ -c "$R" ] || R=/dev/console
 rec() { echo "@@XPMEM $*" > "$R"; }
 say() { echo "xpmem-vm: $*"; }
@@ -108,6 +120,23 @@ dstate_check() {
 	done
 }
 
+# procs_dump SID: on the console, every process of session SID (a timed
+# out suite) with its state, wait channel and command line, and its kernel
+# stack: what a hang was waiting for.
+procs_dump() {
+	sid=$1
+	say "suite timed out; the processes of its session (pid ppid state wchan cmdline, stack):"
+	for d in /proc/[0-9]*; do
+		st=$(cut -d')' -f2- "$d/stat" 2>/dev/null) || continue
+		# after the comm: state ppid pgrp session ...
+		# shellcheck disable=SC2086
+		set -- $st
+		[ "${4:-}" = "$sid" ] || continue
+		say "  ${d#/proc/} ppid $2 $1 $(cat "$d/wchan" 2>/dev/null) $(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)"
+		sed 's/^/      /' "$d/stack" 2>/dev/null
+	done
+}
+
 # run_suite PASS NAME [ENV...]: run /selftests/NAME in its own session (so
 # that the whole process group can be killed: a test's children must not
 # outlive it) with a watchdog of SUITE_TIMEOUT seconds (RUN_TIMEOUT if set),
@@ -129,6 +158,7 @@ run_suite() {
 		"/selftests/$name" > "$dir/.out" 2>&1 < /dev/null &
 	pid=$!
 	( sleep "$tmo"; echo timeout > "$dir/.timeout"
+	  procs_dump "$pid"
 	  kill -TERM -- "-$pid" 2>/dev/null; sleep 5; kill -KILL -- "-$pid" 2>/dev/null ) &
 	dog=$!
 	wait "$pid"
@@ -155,10 +185,13 @@ kmemleak_dump() {
 	f=/sys/kernel/debug/kmemleak
 	[ -w "$f" ] || return 0
 	# Twice, with a settle in between, as Documentation/dev-tools/kmemleak.rst
-	# suggests (objects younger than 5 s are never reported).  The boot scan
-	# only serves to forget boot-time leaks, once is enough there.
+	# suggests (objects younger than 5 s are never reported), while the
+	# module is loaded.  The boot scan only serves to forget boot-time
+	# leaks, and the final one (after rmmod and the fallback pass, each
+	# scan about 20 s on the debug kernel under TCG) looks for what the
+	# module's exit left: once is enough there.
 	echo scan > "$f"
-	if [ "$1" != boot ]; then sleep 5; echo scan > "$f"; fi
+	if [ "$1" = loaded ]; then sleep 5; echo scan > "$f"; fi
 	n=$(grep -c 'unreferenced object' "$f")
 	say "kmemleak ($1): $n unreferenced object(s)"
 	{ echo "@@XPMEM KMEMLEAK-BEGIN $1"; cat "$f"; echo "@@XPMEM KMEMLEAK-END $1"; } > "$R"
@@ -206,6 +239,36 @@ suites() { # suites PREFIX: basenames of /selftests/PREFIX* that match the filte
 	done
 }
 
+# The cross-container transcript: an owner in this IPC namespace shares a
+# page with a secret (xpmem-demo share), attachers in new IPC namespaces
+# (and a user namespace) join it with the secret, a wrong one and none.
+containers_demo() {
+	say "---- demo 1b: across IPC namespaces (containers) ----"
+	mkfifo /tmp/demo-in /tmp/demo-out || return
+	(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-demo share s3cret \
+		< /tmp/demo-in > /tmp/demo-out 2>&1) &
+	exec 3> /tmp/demo-in 4< /tmp/demo-out
+	segid=
+	while [ -z "$segid" ] && IFS= read -r line <&4; do
+		echo "$line"
+		case "$line" in "segid "*) segid=${line#segid } ;; esac
+	done
+	if [ -n "$segid" ]; then
+		for args in "-i|$segid s3cret" "-i|$segid wrong" "-i|$segid" \
+			    "-i -U -r|$segid s3cret"; do
+			echo "\$ unshare ${args%%|*} xpmem-demo join ${args#*|}"
+			# shellcheck disable=SC2086 # options and arguments
+			unshare ${args%%|*} /tools/xpmem-demo join ${args#*|} 2>&1
+			echo "(exit status $?)"
+		done
+	fi
+	exec 3>&-
+	cat <&4
+	exec 4<&-
+	wait
+	rm -f /tmp/demo-in /tmp/demo-out
+}
+
 if [ "$MODE" = demo ]; then
 	say "---- demo 1: through the module (/dev/xpmem) ----"
 	if insmod /xpmem.ko; then
@@ -213,6 +276,7 @@ if [ "$MODE" = demo ]; then
 		if [ -x /tools/xpmem-demo ]; then
 			(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-demo)
 			say "demo (module) exit status $?"
+			containers_demo
 		else
 			say "no /tools/xpmem-demo in this build"
 		fi
@@ -271,6 +335,58 @@ if [ "$MODE" = bench ]; then
 	else
 		say "insmod /xpmem.ko failed"
 	fi
+	rec DONE
+	say "done, powering off"
+	sync
+	reboot -f
+	sleep 5; poweroff -f
+fi
+
+if [ "$MODE" = scale ]; then
+	# xpmem-scale with each module in turn, in one boot: /xpmem-base.ko
+	# (SCALE_BASE) first if present, then /xpmem.ko.  Table and CSV go to
+	# the result channel between @@XPMEM SCALE-*-BEGIN/END <label> lines.
+	for ko in /xpmem-base.ko /xpmem.ko; do
+		[ -f "$ko" ] || continue
+		l=new
+		[ "$ko" = /xpmem-base.ko ] && l=base
+		say "---- scale: xpmem-scale $SCALE_ARGS, churn ${SCALE_CHURN}s, module $ko ----"
+		if ! insmod "$ko"; then
+			say "insmod $ko failed"
+			continue
+		fi
+		t0=$(date +%s)
+		# shellcheck disable=SC2086 # SCALE_ARGS is a word list
+		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-scale $SCALE_ARGS \
+			-o /tmp/scale.csv > /tmp/scale.txt)
+		rc=$?
+		if [ "$rc" = 0 ] && [ "$SCALE_CHURN" != 0 ]; then
+			(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-scale -c "$SCALE_CHURN" \
+				-o /tmp/churn.csv >> /tmp/scale.txt)
+			rc=$?
+			tail -n +2 /tmp/churn.csv >> /tmp/scale.csv 2>/dev/null
+		fi
+		say "xpmem-scale exit status $rc after $(( $(date +%s) - t0 ))s"
+		cat /tmp/scale.txt
+		{
+			echo "@@XPMEM SCALE-TABLE-BEGIN $l"
+			cat /tmp/scale.txt
+			echo "@@XPMEM SCALE-TABLE-END $l rc=$rc"
+			echo "@@XPMEM SCALE-CSV-BEGIN $l"
+			cat /tmp/scale.csv 2>/dev/null
+			echo "@@XPMEM SCALE-CSV-END $l"
+		} > "$R"
+		if [ "$SCALE_PROFILE" = 1 ]; then
+			/inval-profile.sh > /tmp/iprof.txt 2>&1
+			cat /tmp/iprof.txt
+			{
+				echo "@@XPMEM SCALE-PROFILE-BEGIN $l"
+				cat /tmp/iprof.txt
+				echo "@@XPMEM SCALE-PROFILE-END $l"
+			} > "$R"
+		fi
+		unload_module && say "module $ko unloaded"
+	done
 	rec DONE
 	say "done, powering off"
 	sync

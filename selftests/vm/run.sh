@@ -1,22 +1,37 @@
 #!/bin/bash
 # Boot one test kernel in QEMU (TCG) and run the selftests in it.
 #
-# Usage: selftests/vm/run.sh [--demo|--bench] KERNEL [SUITE-FILTER...]
+# Usage: selftests/vm/run.sh [--demo|--bench|--scale] KERNEL [SUITE-FILTER...]
 #   KERNEL        debian-6.1 | debian-6.12 | debug-6.12 | bullseye-5.10 |
-#                 sid-7.2 (the last three built from source; debug-6.12
-#                 with KASAN, lockdep and kmemleak)
+#                 sid-7.2 | arm64-6.12 | arm64-6.12-64k (the last five
+#                 built from source; debug-6.12 with KASAN, lockdep and
+#                 kmemleak; the arm64 ones with 4 KiB and 64 KiB pages)
 #   SUITE-FILTER  words; only suites whose name contains one of them run
 #                 (e.g. `selftests/vm/run.sh debian-6.1 xpmem_basic`)
 #   --demo        run /tools/xpmem-demo with and without the module instead
 #   --bench       run /tools/xpmem-bench (options from BENCH_ARGS) once with
 #                 the module; write its table, CSV and a gnuplot plot to
 #                 build/bench/KERNEL.{txt,csv,svg}
+#   --scale       run /tools/xpmem-scale (N ranks, options from SCALE_ARGS;
+#                 then its churn mode for SCALE_CHURN seconds, default 20,
+#                 0 skips it) with the module; with SCALE_BASE=<git rev>,
+#                 first with the module built from that revision, in the
+#                 same boot (before/after side by side); with
+#                 SCALE_PROFILE=1, also where the owner's MADV_DONTNEED
+#                 spends its time (selftests/vm/inval-profile.sh).  Output:
+#                 build/bench/KERNEL.scale[-base].{txt,csv,svg},
+#                 KERNEL.scale[-base].profile.txt
 #
 # Steps: build xpmem.ko for KERNEL in build/mod/KERNEL, pack a busybox
 # initramfs (init = selftests/vm/init.sh) with the module, build/selftests/*,
 # build/tools/*, the library, and the dynamic loader and shared libraries
 # the (dynamically linked) tools need, boot qemu-system-x86_64 -accel tcg -cpu max
-# with two NUMA nodes, then judge the run:
+# with two NUMA nodes, then judge the run.  arm64 kernels: the userspace is
+# cross-built into build/arm64 (CC=aarch64-linux-gnu-gcc), the static
+# busybox comes from Debian's busybox-static:arm64 (apt-get download, kept
+# in build/arm64/busybox/), and the VM is qemu-system-aarch64 -M virt -cpu
+# max -accel tcg (console ttyAMA0, results on a virtio console, hvc0).
+# The run is judged the same way:
 #   - every suite's kselftest "# Totals:" line (pass/fail/skip summed; a
 #     suite that crashes, times out, exits non-zero with no failure counted
 #     or prints no Totals line counts as one failure);
@@ -33,7 +48,7 @@
 # $RESULT_FILE if set).  If another run holds build/qemu/KERNEL, this run
 # uses build/qemu/KERNEL.<pid> instead.
 #
-# Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12: 1800;
+# Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12 and arm64: 1800;
 #   plus STRESS_TIMEOUT in long mode; --bench: 1800, debug-6.12: 3600),
 #   BENCH_ARGS (--bench: xpmem-bench options, e.g. "-s 4K,64M -r 3";
 #   default none, i.e. the tool's defaults), BENCH_PROFILE (--bench: if
@@ -42,9 +57,10 @@
 #   handlers, to build/bench/KERNEL.profile.txt; selftests/vm/fault-profile.sh), SUITE_TIMEOUT (s per suite, default
 #   300), VM_MEM_MB (default 2048, split over two NUMA nodes), VM_SMP (2),
 #   VERBOSE=1 streams the console live, NO_BUILD=1 skips `make userspace`,
-#   FALLBACK_PASS=0|1 (the lib_* pass on the shm fallback; default 1, 0 on
-#   debug kernels),
-#   B (build dir, default build).
+#   FALLBACK_PASS=0|1 (the lib_* pass on the shm fallback; default 1 on
+#   debian-6.12, bullseye-5.10 and arm64, 0 on the others),
+#   B (build dir, default build), CROSS_COMPILE (arm64 userspace and
+#   module; default aarch64-linux-gnu-).
 #   xpmem_stress: XPMEM_STRESS (mode on debug kernels: off|quick|ci|long,
 #   default ci), XPMEM_STRESS_STOCK (mode on the other kernels, default
 #   off), STRESS_TIMEOUT (s for that suite; quick 600, ci 1200, long
@@ -61,17 +77,43 @@ mode=check
 case "${1:-}" in
 --demo) mode=demo; shift ;;
 --bench) mode=bench; shift ;;
+--scale) mode=scale; shift ;;
 esac
-[ $# -ge 1 ] || { sed -n '2,13p' "$0" >&2; exit 1; }
+[ $# -ge 1 ] || { sed -n '2,22p' "$0" >&2; exit 1; }
 kname=$1; shift
 filter="$*"
 
 die() { echo "run.sh[$kname]: $*" >&2; exit 1; }
 
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run selftests/vm/deps.sh as root"
-[ -x /bin/busybox ] || die "/bin/busybox missing (busybox-static); run selftests/vm/deps.sh as root"
+# The architecture's tools first (a kernel of the other one is built by
+# resolve_kernel, with the cross compiler).
+case "$kname" in
+arm64-*)
+	cross=${CROSS_COMPILE:-aarch64-linux-gnu-}
+	for t in qemu-system-aarch64 "${cross}gcc" "${cross}ar" "${cross}readelf"; do
+		command -v "$t" >/dev/null || die "$t missing; run selftests/vm/deps.sh arm64 as root"
+	done ;;
+*)
+	command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run selftests/vm/deps.sh as root"
+	[ -x /bin/busybox ] || die "/bin/busybox missing (busybox-static); run selftests/vm/deps.sh as root" ;;
+esac
 
 resolve_kernel "$kname" "$top" "$B" || die "cannot resolve kernel"
+# Per architecture: the userspace build dir (UB), the QEMU binary, the
+# kernel's console and the guest's result channel (init.sh writes the
+# @@XPMEM lines there; QEMU puts them in results.log).
+case "$KARCH" in
+arm64)
+	UB=$B/arm64
+	qemu="qemu-system-aarch64"
+	console=ttyAMA0
+	result_dev=/dev/hvc0 ;;
+*)
+	UB=$B
+	qemu="qemu-system-x86_64"
+	console=ttyS0
+	result_dev=/dev/ttyS1 ;;
+esac
 # xpmem_stress runs in mode XPMEM_STRESS (default ci) on the debug kernel
 # and in mode XPMEM_STRESS_STOCK (default off; quick takes ~30 s) on the
 # others.
@@ -88,16 +130,35 @@ long) stress_timeout=28800 ;;
 esac
 stress_timeout=${STRESS_TIMEOUT:-$stress_timeout}
 # Only debug-6.12 has KASAN and lockdep (debug.config): slow under TCG.
-case "$kname" in debug-*) def_timeout=1800 ;; *) def_timeout=900 ;; esac
+# arm64 under TCG (a foreign architecture) is slower too.
+case "$kname" in debug-* | arm64-*) def_timeout=1800 ;; *) def_timeout=900 ;; esac
 # Pass 2 (lib_* suites on the shm fallback, module unloaded) exercises no
-# module code, and the stock kernels run it; the debug kernel skips it
-# unless FALLBACK_PASS=1 (it costs minutes there: every file and socket is
-# slow under KASAN and TCG).
-case "$kname" in debug-*) fallback_pass=${FALLBACK_PASS:-0} ;; *) fallback_pass=${FALLBACK_PASS:-1} ;; esac
+# module code, only the kernel's memfd, socket and pidfd calls: it runs by
+# default on the oldest kernel (bullseye-5.10), on Debian's 6.12 and on
+# arm64, and elsewhere with FALLBACK_PASS=1 (on the debug kernel it costs
+# minutes: every file and socket is slow under KASAN and TCG).
+case "$kname" in
+debian-6.12 | bullseye-* | arm64-*) fallback_pass=${FALLBACK_PASS:-1} ;;
+*) fallback_pass=${FALLBACK_PASS:-0} ;;
+esac
 # The default bench (3 kinds, 4K..256M, 5 repeats) takes 2-4 minutes under
 # TCG on 2 cpus (more with other VMs on the same cores); twice the usual
 # limit leaves room for larger BENCH_ARGS.
 [ "$mode" = bench ] && def_timeout=$((def_timeout * 2))
+[ "$mode" = scale ] && def_timeout=$((def_timeout * 2))
+scale_args=${SCALE_ARGS:-}
+[[ "$scale_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
+	die "SCALE_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$scale_args'"
+scale_churn=${SCALE_CHURN:-20}
+[[ "$scale_churn" =~ ^[0-9]+$ ]] || die "SCALE_CHURN: seconds, not '$scale_churn'"
+scale_profile=${SCALE_PROFILE:-0}
+[[ "$scale_profile" =~ ^[01]$ ]] || die "SCALE_PROFILE: 0 or 1, not '$scale_profile'"
+scale_base=${SCALE_BASE:-}
+if [ -n "$scale_base" ]; then
+	[ "$mode" = scale ] || die "SCALE_BASE needs --scale"
+	git rev-parse --verify -q "$scale_base^{commit}" >/dev/null ||
+		die "SCALE_BASE: '$scale_base' is not a commit of this repository"
+fi
 bench_args=${BENCH_ARGS:-}
 [[ "$bench_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
 	die "BENCH_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$bench_args'"
@@ -126,13 +187,28 @@ moddir=$B/mod/$kname${out#"$B/qemu/$kname"}
 # ---- build ------------------------------------------------------------------
 if [ -z "${NO_BUILD:-}" ]; then
 	mkdir -p "$B"
-	flock "$B/.make.lock" make -s userspace >&2 || die "userspace build failed"
+	if [ "$KARCH" = arm64 ]; then
+		# library, tools and selftests only (the host tests are x86's)
+		flock "$B/.make.lock" make -s B="$UB" CC="${cross}gcc" AR="${cross}ar" \
+			lib tools tests >&2 || die "arm64 userspace build failed"
+	else
+		flock "$B/.make.lock" make -s userspace >&2 || die "userspace build failed"
+	fi
 fi
 have_mod=0
 if ls kernel/*.c >/dev/null 2>&1; then
 	kernel/build-module.sh "$KDIR" "$moddir" >"$out/module-build.log" 2>&1 ||
 		{ cat "$out/module-build.log" >&2; die "module build failed for $KDIR"; }
 	have_mod=1
+	if [ -n "$scale_base" ]; then
+		# The base revision's own sources and build script, in a copy.
+		basesrc=$moddir.base-src
+		rm -rf "$basesrc" && mkdir -p "$basesrc"
+		git archive "$scale_base" Kbuild dkms.conf kernel include | tar -x -C "$basesrc"
+		"$basesrc"/kernel/build-module.sh "$KDIR" "$moddir.base" \
+			>"$out/module-build-base.log" 2>&1 ||
+			{ cat "$out/module-build-base.log" >&2; die "module build of SCALE_BASE=$scale_base failed"; }
+	fi
 else
 	echo "run.sh[$kname]: kernel/ has no sources: booting without a module" >&2
 fi
@@ -142,8 +218,12 @@ fi
 # FILE (nothing for a static binary), each at the same path in the guest,
 # where the guest's loader finds them without an ld.so.cache; a library of
 # this build (libxpmem.so.0, resolved in $B/lib) goes to /lib by its name.
-bdir=$(realpath "$B")
+bdir=$(realpath "$UB")
 copy_shlibs() {
+	if [ "$KARCH" = arm64 ]; then
+		copy_shlibs_cross "$1"
+		return
+	fi
 	local out line name path dest
 	out=$(LD_LIBRARY_PATH="$bdir/lib" ldd "$1" 2>&1) || return 0
 	while IFS= read -r line; do
@@ -165,28 +245,82 @@ copy_shlibs() {
 	done <<< "$out"
 	return 0
 }
+# find_cross_lib NAME: an arm64 library, from this build or the cross
+# toolchain (libc6-arm64-cross) or multiarch (liburing2:arm64).
+find_cross_lib() {
+	local d
+	for d in "$bdir/lib" /usr/aarch64-linux-gnu/lib /usr/lib/aarch64-linux-gnu \
+		/lib/aarch64-linux-gnu; do
+		[ -e "$d/$1" ] && { echo "$d/$1"; return 0; }
+	done
+	return 1
+}
+# copy_shlibs_cross FILE: what copy_shlibs does, for an arm64 binary that
+# ldd cannot run: its program interpreter (at that path) and its DT_NEEDED
+# libraries, recursively, all in /lib (the loader's default path).
+copy_shlibs_cross() {
+	local interp lib p
+	interp=$("${cross}readelf" -lW "$1" |
+		sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')
+	if [ -n "$interp" ] && [ ! -e "$root$interp" ]; then
+		p=$(find_cross_lib "${interp##*/}") || die "$1: no arm64 ${interp##*/}"
+		mkdir -p "$root$(dirname "$interp")"
+		cp -L "$p" "$root$interp"
+	fi
+	for lib in $("${cross}readelf" -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		[ -e "$root/lib/$lib" ] && continue
+		p=$(find_cross_lib "$lib") || die "$1 needs $lib, which is not found for arm64"
+		cp -L "$p" "$root/lib/$lib"
+		copy_shlibs_cross "$p"
+	done
+	return 0
+}
+# arm64_busybox: a static arm64 busybox, from Debian's busybox-static:arm64
+# (needs the arm64 architecture in dpkg: deps.sh arm64), fetched once into
+# $UB/busybox/.
+arm64_busybox() {
+	local d=$UB/busybox deb
+	if [ ! -x "$d/busybox" ]; then
+		rm -rf "$d/tmp" && mkdir -p "$d/tmp"
+		(cd "$d/tmp" && apt-get download -q -o APT::Sandbox::User=root \
+			busybox-static:arm64) >&2 ||
+			die "apt-get download busybox-static:arm64 failed (selftests/vm/deps.sh arm64)"
+		deb=$(ls "$d"/tmp/busybox-static_*_arm64.deb)
+		dpkg-deb -x "$deb" "$d/tmp/root"
+		[ -f "$d/tmp/root/bin/busybox" ] || die "$deb holds no bin/busybox"
+		mv "$d/tmp/root/bin/busybox" "$d/busybox"
+		rm -rf "$d/tmp"
+	fi
+	echo "$d/busybox"
+}
 root=$out/root
 rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,dev,etc,proc,sys,tmp,selftests,tools,lib}
-cp /bin/busybox "$root/bin/busybox"
+if [ "$KARCH" = arm64 ]; then
+	cp "$(arm64_busybox)" "$root/bin/busybox"
+else
+	cp /bin/busybox "$root/bin/busybox"
+fi
 cp selftests/vm/init.sh "$root/init"
 cp selftests/vm/fault-profile.sh "$root/fault-profile.sh"
-chmod 0755 "$root/init" "$root/fault-profile.sh"
+cp selftests/vm/inval-profile.sh "$root/inval-profile.sh"
+chmod 0755 "$root/init" "$root/fault-profile.sh" "$root/inval-profile.sh"
 mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
 [ "$have_mod" = 1 ] && cp "$moddir/xpmem.ko" "$root/xpmem.ko"
+[ -n "$scale_base" ] && cp "$moddir.base/xpmem.ko" "$root/xpmem-base.ko"
 # Only binaries whose source still exists (no stale suites from old builds).
 for c in selftests/*.c tools/*.c; do
 	[ -f "$c" ] || continue
 	case "$c" in selftests/host_*) continue ;; esac	# host-only suites
 	d=${c%%/*} n=$(basename "$c" .c)
-	if [ -x "$B/$d/$n" ]; then
-		cp "$B/$d/$n" "$root/$d/"
+	if [ -x "$UB/$d/$n" ]; then
+		cp "$UB/$d/$n" "$root/$d/"
 	else
-		die "$B/$d/$n missing: run make first"
+		die "$UB/$d/$n missing: run make first"
 	fi
-	if [ "$d" = tools ]; then copy_shlibs "$B/$d/$n"; fi
+	if [ "$d" = tools ]; then copy_shlibs "$UB/$d/$n"; fi
 done
-cp -P "$B"/lib/libxpmem.so* "$root/lib/" 2>/dev/null || true
+cp -P "$UB"/lib/libxpmem.so* "$root/lib/" 2>/dev/null || true
 cat > "$root/etc/passwd" <<'EOP'
 root:x:0:0:root:/tmp:/bin/sh
 alice:x:1000:1000:test user:/tmp:/bin/sh
@@ -209,9 +343,13 @@ EOG
 	echo "SUITE_FILTER='$filter'"
 	echo "BENCH_ARGS='$bench_args'"
 	echo "BENCH_PROFILE='$bench_profile'"
+	echo "SCALE_ARGS='$scale_args'"
+	echo "SCALE_CHURN=$scale_churn"
+	echo "SCALE_PROFILE=$scale_profile"
 	echo "XPMEM_STRESS=$stress"
 	echo "STRESS_TIMEOUT=$stress_timeout"
 	echo "FALLBACK_PASS=$fallback_pass"
+	echo "RESULT_DEV=$result_dev"
 	# XPMEM_STRESS_SEED, _ONLY, _FUZZ_OPS, ... for the suite (one word each)
 	stress_env=
 	while IFS='=' read -r k v; do
@@ -252,9 +390,29 @@ fi
 half=$((mem / 2))
 # secretmem.enable=1: memfd_secret is off by default on 6.1 (on by default
 # later; an unknown parameter is ignored).
-append="console=ttyS0,115200 rdinit=/init panic=-1 mitigations=off printk.devkmsg=on secretmem.enable=1"
+append="console=$console,115200 rdinit=/init panic=-1 mitigations=off printk.devkmsg=on secretmem.enable=1"
+# The x86_64 kernels built here have neither ACPI nor PCI (x86_64.config)
+# and boot on QEMU's microvm machine without ACPI: its MP table gives them
+# every CPU (SeaBIOS's, on the pc machine, lists the boot CPU only), NUMA
+# emulation splits memory into the two nodes that QEMU's SRAT gives
+# Debian's kernels on the pc machine, and, with no PIT or HPET to
+# calibrate against, the TSC runs at the host's rate (TCG's TSC is the
+# host's) and is trusted.  reboot=t: /init's final reboot(2) goes
+# straight to a triple fault, which -no-reboot turns into QEMU's exit; the
+# kernel's default order starts with the keyboard controller, which microvm
+# lacks, and 5.10 and 6.12 then never exit (seen: 6.12 restarted and ran
+# the suites again until the time limit; 5.10 hung).
+microvm=
+if [ "$KARCH" = x86_64 ] && [ -f "$KDIR/.config" ] &&
+   grep -qx 'CONFIG_NUMA_EMU=y' "$KDIR/.config" &&
+   ! grep -qx 'CONFIG_ACPI=y' "$KDIR/.config"; then
+	microvm=1
+	append="$append numa=fake=2 tsc=reliable reboot=t"
+	khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
+	[ -n "$khz" ] && [ "$khz" -gt 0 ] && append="$append tsc_early_khz=$khz"
+fi
 rm -f "$out/console.log" "$out/results.log"
-echo "run.sh[$kname]: booting $KIMAGE (${mem} MiB, $smp cpus, 2 NUMA nodes, limit ${vm_timeout}s, xpmem_stress: $stress)" >&2
+echo "run.sh[$kname]: booting $KIMAGE in $qemu${microvm:+ (microvm)} (${mem} MiB, $smp cpus, 2 NUMA nodes, limit ${vm_timeout}s, xpmem_stress: $stress)" >&2
 t0=$(date +%s)
 if [ -n "${VERBOSE:-}" ]; then
 	touch "$out/console.log"
@@ -265,7 +423,42 @@ fi
 # (the module is loaded by /init).  Under TCG that happens rarely (seen once:
 # an int3 "Oops" in sched_clock_cpu while the 6.12 kernel patched its text
 # during SMP bring-up); such a boot is retried once, and said so.
+# arm64: the virt machine (device tree, PSCI, PL011, GICv2), the
+# results on a virtio console; node 0 gets the first half of the CPUs,
+# node 1 the others (the device tree gives each CPU its numa-node-id).
+# pauth-impdef=on: -cpu max with QEMU's own pointer-authentication
+# algorithm instead of QARMA5, which is much slower to emulate (the guest
+# sees the same features).
 boot_vm() {
+	if [ "$KARCH" = arm64 ]; then
+		local c0=$(( smp > 1 ? smp / 2 : 1 )) n1=
+		[ "$smp" -gt "$c0" ] && n1=",cpus=$c0-$((smp - 1))"
+		timeout -k 10 "$vm_timeout" qemu-system-aarch64 \
+			-M virt -cpu max,pauth-impdef=on -accel tcg -smp "$smp" -m "${mem}M" \
+			-object memory-backend-ram,id=m0,size="${half}M" \
+			-numa node,memdev=m0,nodeid=0,cpus=0-$((c0 - 1)) \
+			-object memory-backend-ram,id=m1,size="$((mem - half))M" \
+			-numa "node,memdev=m1,nodeid=1$n1" \
+			-nodefaults -display none -no-reboot \
+			-serial file:"$out/console.log" \
+			-device virtio-serial-device \
+			-chardev file,id=results,path="$out/results.log" \
+			-device virtconsole,chardev=results \
+			-kernel "$KIMAGE" -initrd "$out/initramfs.cpio.gz" -append "$append" \
+			</dev/null >"$out/qemu.log" 2>&1
+		return
+	fi
+	if [ -n "$microvm" ]; then
+		timeout -k 10 "$vm_timeout" qemu-system-x86_64 \
+			-M microvm,acpi=off -accel tcg -cpu max -smp "$smp" -m "${mem}M" \
+			-nodefaults -display none -no-reboot \
+			-serial file:"$out/console.log" \
+			-chardev file,id=results,path="$out/results.log" \
+			-device isa-serial,chardev=results \
+			-kernel "$KIMAGE" -initrd "$out/initramfs.cpio.gz" -append "$append" \
+			</dev/null >"$out/qemu.log" 2>&1
+		return
+	fi
 	timeout -k 10 "$vm_timeout" qemu-system-x86_64 \
 		-accel tcg -cpu max -smp "$smp" -m "${mem}M" \
 		-object memory-backend-ram,id=m0,size="${half}M" -numa node,memdev=m0,nodeid=0 \
@@ -422,6 +615,48 @@ if [ "$mode" = bench ]; then
 			echo "  info  no plot: tools/xpmem-bench-plot.sh failed: $(tail -n 1 "$out/plot.log")"
 		fi
 	fi
+fi
+if [ "$mode" = scale ]; then
+	# One block set per module (base first if SCALE_BASE), framed by
+	# @@XPMEM SCALE-<what>-<label> lines: build/bench/KERNEL.scale[-base].*
+	bench_dir=$B/bench
+	mkdir -p "$bench_dir"
+	sblock() { awk -v b="@@XPMEM SCALE-$1-BEGIN $2" -v e="@@XPMEM SCALE-$1-END $2" '
+		$0 == b { on = 1; next } index($0, e) == 1 { exit } on { print }' "$res"; }
+	labels=new
+	[ -n "$scale_base" ] && labels="base new"
+	for l in $labels; do
+		case "$l" in
+		base) stem=$bench_dir/$kname.scale-base what="SCALE_BASE=$scale_base ($(git rev-parse --short "$scale_base"))" ;;
+		*) stem=$bench_dir/$kname.scale what="this tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- kernel include Kbuild || echo ', modified'))" ;;
+		esac
+		src=$(sed -n "s/^@@XPMEM SCALE-TABLE-END $l rc=\([0-9]*\).*/\1/p" "$res" | tail -n 1)
+		{
+			echo "# selftests/vm/run.sh --scale $kname: module of $what, $(basename "$KIMAGE"), QEMU TCG," \
+				"$smp cpus, $mem MiB, SCALE_ARGS='$scale_args', SCALE_CHURN=$scale_churn," \
+				"$(date -u '+%Y-%m-%d %H:%M UTC'), VM wall time ${wall}s (one boot for all modules)"
+			sblock TABLE "$l"
+		} > "$stem.txt"
+		sblock CSV "$l" > "$stem.csv"
+		sed 's/^/  | /' "$stem.txt"
+		if [ "$src" = 0 ] && [ "$(wc -l < "$stem.csv")" -ge 2 ]; then
+			echo "  ok    xpmem-scale [$l]: $stem.txt, $stem.csv"
+			pass=$((pass + 1))
+		else
+			bad "xpmem-scale [$l] failed or did not finish (status '${src:-none}', see $out/console.log)"
+		fi
+		if [ "$scale_profile" = 1 ]; then
+			sblock PROFILE "$l" > "$stem.profile.txt"
+			sed 's/^/  | /' "$stem.profile.txt"
+		fi
+		rm -f "$stem.svg"
+		if command -v gnuplot >/dev/null && [ "$(wc -l < "$stem.csv")" -ge 2 ]; then
+			tools/xpmem-scale-plot.sh "$stem.csv" "$stem.svg" \
+				"xpmem-scale, $kname, module of $what, QEMU TCG" >"$out/plot.log" 2>&1 &&
+				echo "  info  plot: $stem.svg" ||
+				echo "  info  no plot: $(tail -n 1 "$out/plot.log")"
+		fi
+	done
 fi
 grep -q '^@@XPMEM DONE' "$res" || bad "VM did not report DONE (crashed, hung or panicked?)"
 
