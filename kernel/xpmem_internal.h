@@ -565,13 +565,19 @@ unsigned long xpmem_att_get_unmapped_area(struct file *file,
 					  unsigned long pgoff,
 					  unsigned long flags);	/* if huge */
 
-/* xpmem_attach.c: attachments; the end of permits and segments */
+/* xpmem_populate.c: faulting attachments in ahead of their first access */
+void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
+			unsigned long a, unsigned long end, bool write);
+int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
+			     bool write);
+
+/* xpmem_attach.c: attachments, their files and their VMAs */
 int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 		 u64 size, unsigned long *vaddr, unsigned int flags);
 int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd);
+
+/* xpmem_detach.c: DETACH; the end of permits and segments */
 int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
-int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
-			     bool write);
 void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);
 void xpmem_seg_end(struct xpmem_seg *seg);
 

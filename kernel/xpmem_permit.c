@@ -233,7 +233,7 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
  * @permit: a permit just unlinked from its ctx
  *
  * Ending the attachments it has is the attachment layer's part of RELEASE
- * (RELEASE in xpmem_attach.c).
+ * (RELEASE in xpmem_detach.c).
  */
 void xpmem_permit_withdraw(struct xpmem_permit *permit)
 {

@@ -450,7 +450,7 @@ int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
  * @seg: a segment just unlinked from its ctx
  *
  * Afterwards GET and ATTACH fail with ENOENT.  Ending the attachments it
- * has is the attachment layer's part of REMOVE (xpmem_attach.c).
+ * has is the attachment layer's part of REMOVE (xpmem_detach.c).
  */
 void xpmem_seg_withdraw(struct xpmem_seg *seg)
 {
