@@ -96,8 +96,8 @@
  *                                leaf spinlock, taken by the invalidate
  *                                callback (before att->lock, or inside
  *                                it when non-blockable), by the owner's
- *                                invalidate_range_end and by faults
- *                                (xpmem_mirror.c)
+ *                                invalidate_range_start and _end and by
+ *                                faults (xpmem_mirror.c)
  *   xpmem_key_lock               requested keys of segments: changes of
  *                                the key table (mutex; nothing but the
  *                                table's own bucket locks nests in it,
@@ -111,9 +111,10 @@
  * ours (RCU), insertions and removals only the table's bucket locks
  * (xpmem_obj_lock or xpmem_key_lock may be held around them).
  *
- * The invalidate callback may wait for the zap worker, and for nothing
- * else an attacher or the core may hold (xpmem_mirror.c says why that
- * cannot close a cycle).
+ * The invalidate callback and the owner's invalidate_range_start (which
+ * does the zaps the callbacks of the same invalidation listed) may wait
+ * for the zap worker, and for nothing else an attacher or the core may
+ * hold (xpmem_mirror.c says why that cannot close a cycle).
  * Nothing allocates memory while holding att->lock: the fault path makes
  * sure the page table page exists before taking it.
  */

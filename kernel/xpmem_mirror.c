@@ -63,22 +63,39 @@ static struct workqueue_struct *xpmem_free_wq;
  * placement), and not Y's when two processes split attachments of each
  * other at once (neither has a PTE for the other's attachment VMA).
  * xpmem_att_zap() asserts the first under lockdep.
+ *
+ * One invalidation of the owner reaches every attachment of the range,
+ * one callback each.  A round trip to the worker per attachment made the
+ * owner's call cost grow by two context switches per attacher, so the
+ * callbacks only list their zaps on the invalidation's record (struct
+ * xpmem_inflight) and the owner's plain notifier, whose
+ * invalidate_range_start the core calls after every interval callback of
+ * the same invalidation (and before the owner's PTEs change), hands them
+ * to the worker at once and waits once.  A callback that cannot list its
+ * zap (no record: the release at exit, no memory) zaps at once.
  */
-struct xpmem_zap_req {
-	struct work_struct work;
-	struct completion done;
+struct xpmem_zap {		/* one part of one attachment */
+	struct list_head node;
 	struct xpmem_att *att;
 	unsigned long offset;
 	unsigned long len;
+};
+
+struct xpmem_zap_req {
+	struct work_struct work;
+	struct completion done;
+	struct list_head zaps;		/* struct xpmem_zap */
 };
 
 static void xpmem_zap_work(struct work_struct *work)
 {
 	struct xpmem_zap_req *req =
 		container_of(work, struct xpmem_zap_req, work);
+	struct xpmem_zap *z;
 
-	unmap_mapping_range(req->att->inode->i_mapping, req->offset,
-			    req->len, 1);
+	list_for_each_entry(z, &req->zaps, node)
+		unmap_mapping_range(z->att->inode->i_mapping, z->offset,
+				    z->len, 1);
 	complete(&req->done);	/* req lives on the waiter's stack */
 }
 
@@ -95,6 +112,28 @@ static bool xpmem_in_zap_worker(void)
 	return work && work->func == xpmem_zap_work;
 }
 
+/*
+ * Zap every part in @zaps in one round trip to the worker, and wait.
+ * The list is the caller's again on return.  No attachment's
+ * i_mmap_rwsem may be held (lockdep checks the caller's).
+ */
+static void xpmem_zap_run(struct list_head *zaps)
+{
+	struct xpmem_zap_req req;
+	struct xpmem_zap *z;
+
+	list_for_each_entry(z, zaps, node)
+		lockdep_assert_not_held(&z->att->inode->i_mapping->i_mmap_rwsem);
+	init_completion(&req.done);
+	INIT_LIST_HEAD(&req.zaps);
+	list_splice_init(zaps, &req.zaps);
+	INIT_WORK_ONSTACK(&req.work, xpmem_zap_work);
+	queue_work(xpmem_zap_wq, &req.work);
+	wait_for_completion(&req.done);
+	destroy_work_on_stack(&req.work);
+	list_splice(&req.zaps, zaps);
+}
+
 /**
  * xpmem_att_zap - remove an attachment's PTEs over part of it
  * @att: the attachment
@@ -109,16 +148,11 @@ static bool xpmem_in_zap_worker(void)
 void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len)
 {
-	struct xpmem_zap_req req = {
-		.att = att, .offset = offset, .len = len,
-	};
+	struct xpmem_zap z = { .att = att, .offset = offset, .len = len };
+	LIST_HEAD(zaps);
 
-	lockdep_assert_not_held(&att->inode->i_mapping->i_mmap_rwsem);
-	init_completion(&req.done);
-	INIT_WORK_ONSTACK(&req.work, xpmem_zap_work);
-	queue_work(xpmem_zap_wq, &req.work);
-	wait_for_completion(&req.done);
-	destroy_work_on_stack(&req.work);
+	list_add(&z.node, &zaps);
+	xpmem_zap_run(&zaps);
 }
 
 /* ---- what an attachment may have mapped --------------------------------- */
@@ -366,7 +400,19 @@ struct xpmem_inflight {
 	const struct mmu_notifier_range *range;	/* identifies it at its end */
 	unsigned long start;
 	unsigned long end;
+	struct list_head zaps;		/* struct xpmem_zap, until its start */
 };
+
+/* Free the zaps of @zaps after they were done: their offsets are unmapped. */
+static void xpmem_zaps_done(struct list_head *zaps)
+{
+	struct xpmem_zap *z, *tmp;
+
+	list_for_each_entry_safe(z, tmp, zaps, node) {
+		xpmem_att_mapped_forget(z->att, z->offset, z->len);
+		kfree(z);
+	}
+}
 
 static struct mmu_notifier *xpmem_omm_alloc(struct mm_struct *mm)
 {
@@ -385,15 +431,53 @@ static void xpmem_omm_free(struct mmu_notifier *mn)
 	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
 	struct xpmem_inflight *f, *tmp;
 
-	list_for_each_entry_safe(f, tmp, &omm->inflight, node)
+	list_for_each_entry_safe(f, tmp, &omm->inflight, node) {
+		WARN_ON_ONCE(!list_empty(&f->zaps));
 		kfree(f);
+	}
 	kfree(omm);
+}
+
+/*
+ * The start of any invalidation of the owner's mm, after the interval
+ * callbacks of the same invalidation: do the zaps they listed, in one
+ * round trip to the zap worker.  Called with whatever the invalidating
+ * task holds.  May wait for: the zap worker, for the same zaps and on the
+ * same grounds as the callbacks would have (see "Zapping"), and att->lock
+ * of each zapped attachment afterwards, as the callbacks would have.
+ * Listed only when blockable, so a non-blockable start finds nothing.
+ */
+static int xpmem_omm_range_start(struct mmu_notifier *mn,
+				 const struct mmu_notifier_range *range)
+{
+	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
+	struct xpmem_inflight *f;
+	LIST_HEAD(zaps);
+
+	/* listed, if at all, by this same task before: no race */
+	if (!READ_ONCE(omm->nr))
+		return 0;
+	spin_lock(&omm->lock);
+	list_for_each_entry(f, &omm->inflight, node) {
+		if (f->range == range) {
+			list_splice_init(&f->zaps, &zaps);
+			break;
+		}
+	}
+	spin_unlock(&omm->lock);
+	if (list_empty(&zaps))
+		return 0;
+	if (WARN_ON_ONCE(!mmu_notifier_range_blockable(range)))
+		return 0;	/* never listed so: a bug, and no zap possible */
+	xpmem_zap_run(&zaps);
+	xpmem_zaps_done(&zaps);
+	return 0;
 }
 
 /*
  * The end of any invalidation of the owner's mm.  Called with whatever
  * the invalidating task holds; takes omm->lock only (a leaf) and waits
- * for nothing.
+ * for nothing: its start has done the listed zaps.
  */
 static void xpmem_omm_range_end(struct mmu_notifier *mn,
 				const struct mmu_notifier_range *range)
@@ -416,11 +500,17 @@ static void xpmem_omm_range_end(struct mmu_notifier *mn,
 	spin_unlock(&omm->lock);
 	if (!found)
 		return;
+	/* its start did them, unless the core skipped it: a bug */
+	if (WARN_ON_ONCE(!list_empty(&found->zaps))) {
+		xpmem_zap_run(&found->zaps);
+		xpmem_zaps_done(&found->zaps);
+	}
 	kfree(found);
 	wake_up_all(&omm->wq);
 }
 
 static const struct mmu_notifier_ops xpmem_omm_ops = {
+	.invalidate_range_start = xpmem_omm_range_start,
 	.invalidate_range_end = xpmem_omm_range_end,
 	.alloc_notifier = xpmem_omm_alloc,
 	.free_notifier = xpmem_omm_free,
@@ -471,25 +561,56 @@ static void xpmem_omm_note(struct xpmem_omm *omm,
 	/* exit_mmap() releases without an invalidate_range_end */
 	if (range->event == MMU_NOTIFY_RELEASE)
 		return;
-	new = kmalloc(sizeof(*new), GFP_NOWAIT | __GFP_NOWARN);
 	spin_lock(&omm->lock);
 	list_for_each_entry(f, &omm->inflight, node) {
-		if (f->range == range) {
+		if (f->range == range) {	/* another mirror listed it */
 			spin_unlock(&omm->lock);
-			kfree(new);
 			return;
 		}
 	}
+	new = kmalloc(sizeof(*new), GFP_NOWAIT | __GFP_NOWARN);
 	if (new) {
 		new->range = range;
 		new->start = range->start;
 		new->end = range->end;
+		INIT_LIST_HEAD(&new->zaps);
 		list_add(&new->node, &omm->inflight);
 		omm->nr++;
 	} else {
 		WRITE_ONCE(omm->lost, true);
 	}
 	spin_unlock(&omm->lock);
+}
+
+/*
+ * List a zap of @att's segment offsets [@off, @off + @len) on the record
+ * of @range, for the owner's invalidate_range_start to do.  Return: false
+ * if there is no record (or no memory): the caller zaps itself.
+ */
+static bool xpmem_omm_defer_zap(struct xpmem_omm *omm,
+				const struct mmu_notifier_range *range,
+				struct xpmem_att *att, unsigned long off,
+				unsigned long len)
+{
+	struct xpmem_zap *z = kmalloc(sizeof(*z), GFP_NOWAIT | __GFP_NOWARN);
+	struct xpmem_inflight *f;
+
+	if (!z)
+		return false;
+	z->att = att;
+	z->offset = off;
+	z->len = len;
+	spin_lock(&omm->lock);
+	list_for_each_entry(f, &omm->inflight, node) {
+		if (f->range == range) {
+			list_add_tail(&z->node, &f->zaps);
+			spin_unlock(&omm->lock);
+			return true;
+		}
+	}
+	spin_unlock(&omm->lock);
+	kfree(z);
+	return false;
 }
 
 static bool xpmem_omm_busy(struct xpmem_omm *omm, unsigned long start,
@@ -729,14 +850,17 @@ static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
  * the range (its bits are set until a zap of it is done, so an overlapping
  * invalidation meanwhile waits for its own zap too), which excludes every
  * range the core holds an attachment's i_mmap_rwsem for (see "Zapping"
- * above).  It never waits for a fault, a copy, or anything an attacher
- * holds, so nothing the owner does makes an attacher sleep
- * uninterruptibly here.  It places no mapping (it only removes PTEs), so
- * it cannot make an attachment map its own source; revocation is not its
- * concern (faults check att->dead under the same att->lock).  Faults in
- * progress are only marked or have their keep bounds narrowed under
- * att->lock (xpmem_att_mark_stale()): no wait, no allocation, and a
- * narrowed window maps fewer pages, never one the range touched.
+ * above).  Usually the zap is only listed (GFP_NOWAIT) and the owner's
+ * invalidate_range_start does it and waits for it, on the same grounds;
+ * the callback waits itself only when it cannot list it.  It never waits
+ * for a fault, a copy, or anything an attacher holds, so nothing the owner
+ * does makes an attacher sleep uninterruptibly here.  It places no mapping
+ * (it only removes PTEs), so it cannot make an attachment map its own
+ * source; revocation is not its concern (faults check att->dead under the
+ * same att->lock).  Faults in progress are only marked or have their keep
+ * bounds narrowed under att->lock (xpmem_att_mark_stale()): no wait, no
+ * allocation, and a narrowed window maps fewer pages, never one the range
+ * touched.
  */
 static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,
@@ -748,6 +872,7 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	unsigned long start = max(range->start, m->r.oaddr);
 	unsigned long end = min(range->end, m->r.oaddr + m->r.len);
 	bool blockable = mmu_notifier_range_blockable(range);
+	unsigned long off;
 	bool mapped, zap;
 
 	/* Caused by our own zap of attachment VMAs: nothing mirrors those. */
@@ -792,11 +917,11 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	mutex_unlock(&att->lock);
 
 	atomic_long_inc(&xpmem_stats.invalidations);
-	if (zap) {
-		xpmem_att_zap(att, m->r.off + (start - m->r.oaddr),
-			      end - start);
-		xpmem_att_mapped_forget(att, m->r.off + (start - m->r.oaddr),
-					end - start);
+	off = m->r.off + (start - m->r.oaddr);
+	if (zap && !xpmem_omm_defer_zap(att->omm, range, att, off,
+					end - start)) {
+		xpmem_att_zap(att, off, end - start);
+		xpmem_att_mapped_forget(att, off, end - start);
 	}
 	return true;
 }

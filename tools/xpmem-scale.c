@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -216,6 +217,7 @@ struct shared {
 	atomic_int failed;
 	xpmem_segid_t segid[MAX_RANKS];
 	uintptr_t win[MAX_RANKS];	/* each rank's window */
+	pid_t pid[MAX_RANKS];
 	double t_pass[2][2];		/* rank 0: wall time of each pass */
 	double detach[MAX_RANKS];	/* each rank's median detach time */
 	double cost[NMETRICS][MAX_REPEATS];	/* rank 0's timings */
@@ -224,6 +226,38 @@ struct shared {
 static void sync_all(struct shared *sh)
 {
 	pthread_barrier_wait(&sh->bar);
+}
+
+/* Whether process @pid is asleep (state S or D in /proc/PID/stat). */
+static int asleep(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 1;		/* gone: not in the way either */
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* the name may hold anything */
+	return !p || p[1] != ' ' || p[2] == 'S' || p[2] == 'D';
+}
+
+/*
+ * Rank 0, before a timed call: wait (bounded, yielding) until every peer
+ * sleeps in the barrier, so that the call is timed alone and not beside
+ * N - 1 wake-ups, whose cost would grow with N like the call's own.
+ */
+static void peers_settle(struct shared *sh)
+{
+	int p, tries;
+
+	for (p = 1; p < sh->n; p++)
+		for (tries = 0; tries < 100000 && !asleep(sh->pid[p]); tries++)
+			sched_yield();
 }
 
 static void rank_fail(struct shared *sh, int rank, const char *what)
@@ -317,8 +351,10 @@ static void rank_inval(struct shared *sh, int rank, char **att, char *priv,
 			touch_read(att[0], o->inval);
 		sync_all(sh);
 		if (rank == 0) {
+			peers_settle(sh);
 			sh->cost[ma][r] = do_inval(op, (char *)sh->win[0],
 						   o->inval);
+			peers_settle(sh);
 			sh->cost[mu][r] = do_inval(op, priv, o->inval);
 			if (sh->cost[ma][r] < 0 || sh->cost[mu][r] < 0)
 				rank_fail(sh, rank, "mmap after munmap");
@@ -370,6 +406,7 @@ static int rank_main(struct shared *sh, int rank, const struct opts *o)
 	char *win, *priv;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sh->pid[rank] = getpid();
 	win = map_anon(o->window);
 	priv = map_anon(o->inval);
 	if (!win || !priv) {
