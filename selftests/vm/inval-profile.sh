@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # Where an owner's invalidation of attached memory spends its time, seen
 # from the guest kernel (run by init.sh in --scale mode with SCALE_PROFILE=1).
 #
@@ -23,8 +24,9 @@ grep -q function_graph $TR/available_tracers ||
 [ $# -gt 0 ] || set -- -n 2,8 -r 7
 
 top="__x64_sys_madvise __x64_sys_munmap xpmem_zap_work"
-inner="xpmem_att_invalidate xpmem_omm_note xpmem_omm_range_end xpmem_att_zap
-	xpmem_att_zap_many xpmem_zap_batch
+inner="xpmem_att_invalidate xpmem_omm_note xpmem_omm_range_start
+	xpmem_omm_range_end xpmem_att_zap xpmem_zap_run
+	do_vmi_align_munmap __split_vma __split_huge_pmd unmap_vmas free_pgtables
 	mutex_lock __mmu_notifier_invalidate_range_start
 	__mmu_notifier_invalidate_range_end mn_itree_invalidate
 	unmap_mapping_range unmap_mapping_pages zap_page_range_single
