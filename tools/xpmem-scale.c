@@ -717,9 +717,15 @@ static int churn_run(const struct opts *o, int mutual, FILE *csv)
 		       sh->cycles[1]);
 	for (i = 0; i < 4; i++)
 		printf("%-23s %ld\n", cnt[i], d[i]);
+	/*
+	 * A contended owner mmap_lock is waited for (fault_owner_waits) or
+	 * makes the access repeat; a seq retry always restarts the fault.
+	 */
 	if (d[0] > 0)
-		printf("retries per 100 faults  %.1f (lock), %.1f (seq)\n",
-		       100.0 * d[1] / d[0], 100.0 * d[2] / d[0]);
+		printf("per 100 faults          %.1f restarts (%.1f seq, %.1f lock), %.1f owner lock waits\n",
+		       100.0 * (d[2] + d[1] - d[3]) / d[0],
+		       100.0 * d[2] / d[0], 100.0 * (d[1] - d[3]) / d[0],
+		       100.0 * d[3] / d[0]);
 	if (csv) {
 		for (i = 0; i < 2; i++)
 			fprintf(csv, "%s,%d,passes_%c,%lu,%lu,%lu,count\n", name,
