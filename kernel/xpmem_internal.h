@@ -466,13 +466,20 @@ void xpmem_revoke_read_unlock(void);
 void xpmem_revoke_sync(void);
 
 /*
- * xpmem_mirror.c: what attachments mirror (invalidate callback, zap
- * worker, mapped offsets, windows of faults in progress)
+ * xpmem_zap.c: the zap worker and the mapped offsets of attachments
  */
-int xpmem_mirror_init(void);
-void xpmem_mirror_exit(void);
-extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
-void xpmem_mirror_defer(struct work_struct *work);
+struct xpmem_zap {		/* one part of one attachment to zap */
+	struct list_head node;
+	struct xpmem_att *att;
+	unsigned long offset;
+	unsigned long len;
+};
+
+int xpmem_zap_init(void);
+void xpmem_zap_exit(void);
+bool xpmem_in_zap_worker(void);
+void xpmem_zap_run(struct list_head *zaps);
+void xpmem_zaps_done(struct list_head *zaps);
 void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len);
 void xpmem_att_mapped_init(struct xpmem_att *att);
@@ -481,6 +488,19 @@ int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
 			     unsigned long len);
 bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
 			  unsigned long len);
+bool xpmem_att_mapped_test(struct xpmem_att *att, unsigned long off,
+			   unsigned long len);
+void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
+			     unsigned long len);
+
+/*
+ * xpmem_mirror.c: what attachments mirror (invalidate callback, the
+ * owner's invalidations in flight, windows of faults in progress)
+ */
+int xpmem_mirror_init(void);
+void xpmem_mirror_exit(void);
+extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
+void xpmem_mirror_defer(struct work_struct *work);
 int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
 bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 			   unsigned long addr, unsigned long off,

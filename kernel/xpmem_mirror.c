@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * xpmem_mirror.c - what an attachment mirrors of its owner, and how it
- * learns that the owner changed: the invalidate callback, the zap worker,
- * the record of what is mapped, the windows of faults in progress and
- * the owner's invalidations in flight.
+ * learns that the owner changed: the invalidate callback, the windows of
+ * faults in progress and the owner's invalidations in flight.  The zap
+ * worker and the record of what is mapped are xpmem_zap.c.
  *
  * Invariants (docs/design.md, "The mirror"):
  * - an attachment may have a PTE or PMD only for segment offsets set in
@@ -29,306 +29,8 @@
 #include "xpmem_internal.h"
 #include "compat.h"
 
-static struct workqueue_struct *xpmem_zap_wq;
-
 /* Attachment ends that may wait for the owner (xpmem_attach.c). */
 static struct workqueue_struct *xpmem_free_wq;
-
-/* ---- Zapping ------------------------------------------------------------ */
-
-/*
- * Zapping attacher PTEs calls the attacher mm's own mmu notifiers.  From
- * inside the owner's notifier callback that would nest two
- * invalidate_range_start sections in one task (lockdep reports it as
- * recursion), and the attachment VMAs being zapped may themselves lie in a
- * range some attachment mirrors, which would call back into this file.  So
- * every zap runs in this worker, and the callback ignores invalidations the
- * worker causes: they only ever hit attachment VMAs, and a fault never
- * mirrors an attachment VMA (the fault path refuses them), so there is nothing
- * to invalidate.  WQ_MEM_RECLAIM: the callback runs in reclaim.
- *
- * What the worker needs, and why waiting for it from a notifier callback
- * is safe: unmap_mapping_range() takes the i_mmap_rwsem of the attachment
- * being zapped (for reading) and the attacher's page table locks, nothing
- * else.  The core calls notifiers holding an mmap_lock, folio locks, the
- * i_mmap_rwsem of the files whose folios it unmaps, and - when it splits
- * or moves the VMA of an attachment X - X's i_mmap_rwsem, over X's own
- * addresses.  A callback waits only when its attachment may have a PTE
- * in the invalidated range (xpmem_att_mapped_test()), and no
- * attachment ever has a PTE for an address where an attachment VMA lies
- * (the fault refuses those VMAs, and an invalidation clears the range
- * before any attachment VMA can be placed there).  So the callback never
- * waits for an i_mmap_rwsem the core holds: not X's own (an attachment
- * never mirrors its own VMA, xpmem_att_maps_itself() is checked at every
- * placement), and not Y's when two processes split attachments of each
- * other at once (neither has a PTE for the other's attachment VMA).
- * xpmem_att_zap() asserts the first under lockdep.
- *
- * One invalidation of the owner reaches every attachment of the range,
- * one callback each.  A round trip to the worker per attachment made the
- * owner's call cost grow by two context switches per attacher, so the
- * callbacks only list their zaps on the invalidation's record (struct
- * xpmem_inflight) and the owner's plain notifier, whose
- * invalidate_range_start the core calls after every interval callback of
- * the same invalidation (and before the owner's PTEs change), hands them
- * to the worker at once and waits once.  A callback that cannot list its
- * zap (no record: the release at exit, no memory) zaps at once.
- */
-struct xpmem_zap {		/* one part of one attachment */
-	struct list_head node;
-	struct xpmem_att *att;
-	unsigned long offset;
-	unsigned long len;
-};
-
-struct xpmem_zap_req {
-	struct work_struct work;
-	struct completion done;
-	struct list_head zaps;		/* struct xpmem_zap */
-};
-
-static void xpmem_zap_work(struct work_struct *work)
-{
-	struct xpmem_zap_req *req =
-		container_of(work, struct xpmem_zap_req, work);
-	struct xpmem_zap *z;
-
-	list_for_each_entry(z, &req->zaps, node)
-		unmap_mapping_range(z->att->inode->i_mapping, z->offset,
-				    z->len, 1);
-	complete(&req->done);	/* req lives on the waiter's stack */
-}
-
-/*
- * Tells invalidations the worker causes by its context, not by their
- * range: right because the worker never reclaims (unmap_mapping_range()
- * gathers pages with GFP_NOWAIT), so no unrelated invalidation can run in
- * it.
- */
-static bool xpmem_in_zap_worker(void)
-{
-	struct work_struct *work = current_work();
-
-	return work && work->func == xpmem_zap_work;
-}
-
-/*
- * Zap every part in @zaps in one round trip to the worker, and wait.
- * The list is the caller's again on return.  No attachment's
- * i_mmap_rwsem may be held (lockdep checks the caller's).
- */
-static void xpmem_zap_run(struct list_head *zaps)
-{
-	struct xpmem_zap_req req;
-	struct xpmem_zap *z;
-
-	list_for_each_entry(z, zaps, node)
-		lockdep_assert_not_held(&z->att->inode->i_mapping->i_mmap_rwsem);
-	init_completion(&req.done);
-	INIT_LIST_HEAD(&req.zaps);
-	list_splice_init(zaps, &req.zaps);
-	INIT_WORK_ONSTACK(&req.work, xpmem_zap_work);
-	queue_work(xpmem_zap_wq, &req.work);
-	wait_for_completion(&req.done);
-	destroy_work_on_stack(&req.work);
-	list_splice(&req.zaps, zaps);
-}
-
-/**
- * xpmem_att_zap - remove an attachment's PTEs over part of it
- * @att: the attachment
- * @offset: segment offset, page aligned
- * @len: bytes; 0 means to the end
- *
- * The next access faults.  Waits for the zap worker, which needs the
- * attachment's i_mmap_rwsem: the caller must not hold it (lockdep checks).
- *
- * Context: may sleep; no att->lock held.
- */
-void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
-		   unsigned long len)
-{
-	struct xpmem_zap z = { .att = att, .offset = offset, .len = len };
-	LIST_HEAD(zaps);
-
-	list_add(&z.node, &zaps);
-	xpmem_zap_run(&zaps);
-}
-
-/* ---- what an attachment may have mapped --------------------------------- */
-
-struct xpmem_mapped_block {
-	DECLARE_BITMAP(bits, XPMEM_MAPPED_BLOCK);
-};
-
-/**
- * xpmem_att_mapped_init - an attachment with nothing mapped yet
- * @att: the new attachment
- */
-void xpmem_att_mapped_init(struct xpmem_att *att)
-{
-	xa_init(&att->mapped);
-}
-
-/**
- * xpmem_att_mapped_destroy - free the bitmaps of an attachment
- * @att: an attachment whose notifiers are removed
- */
-void xpmem_att_mapped_destroy(struct xpmem_att *att)
-{
-	struct xpmem_mapped_block *b;
-	unsigned long idx;
-
-	xa_for_each(&att->mapped, idx, b)
-		kfree(b);
-	xa_destroy(&att->mapped);
-}
-
-/**
- * xpmem_att_mapped_prepare - allocate the bitmaps of part of an attachment
- * @att: the attachment
- * @off: segment offset
- * @len: bytes
- *
- * Makes sure the bitmaps of segment offsets [@off, @off + @len) exist, so
- * that marking them under att->lock allocates nothing.  Bitmaps stay until
- * the attachment goes: 64 bytes per 2 MiB it ever mapped.
- *
- * Return: 0 or -ENOMEM.
- */
-int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
-			     unsigned long len)
-{
-	unsigned long first = (off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK;
-	unsigned long last = ((off + len - 1) >> PAGE_SHIFT) /
-			     XPMEM_MAPPED_BLOCK;
-	struct xpmem_mapped_block *b;
-	unsigned long i;
-	int err;
-
-	for (i = first; i <= last; i++) {
-		if (xa_load(&att->mapped, i))
-			continue;
-		b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
-		if (!b)
-			return -ENOMEM;
-		err = xa_insert(&att->mapped, i, b, GFP_KERNEL_ACCOUNT);
-		if (err)
-			kfree(b);
-		if (err && err != -EBUSY)	/* -EBUSY: another fault's */
-			return err;
-	}
-	return 0;
-}
-
-/*
- * Call @fn on each block's part of segment offsets [@off, @off + @len):
- * the block, the first bit and the number of bits.  Return: whether any
- * call returned true.
- */
-static bool xpmem_att_mapped_walk(struct xpmem_att *att, unsigned long off,
-				  unsigned long len,
-				  bool (*fn)(struct xpmem_mapped_block *b,
-					     unsigned int bit,
-					     unsigned int nr))
-{
-	unsigned long pg = off >> PAGE_SHIFT;
-	unsigned long end = (off + len - 1) >> PAGE_SHIFT;	/* last */
-	unsigned long first = pg / XPMEM_MAPPED_BLOCK;
-	unsigned long last = end / XPMEM_MAPPED_BLOCK;
-	struct xpmem_mapped_block *b;
-	unsigned long idx;
-	bool any = false;
-
-	lockdep_assert_held(&att->lock);
-	xa_for_each_range(&att->mapped, idx, b, first, last) {
-		unsigned long lo = max(pg, idx * XPMEM_MAPPED_BLOCK);
-		unsigned long hi = min(end, idx * XPMEM_MAPPED_BLOCK +
-					    XPMEM_MAPPED_BLOCK - 1);
-
-		any |= fn(b, lo % XPMEM_MAPPED_BLOCK, hi - lo + 1);
-	}
-	return any;
-}
-
-static bool xpmem_mapped_set_fn(struct xpmem_mapped_block *b,
-				unsigned int bit, unsigned int nr)
-{
-	bitmap_set(b->bits, bit, nr);
-	return true;
-}
-
-static bool xpmem_mapped_test_fn(struct xpmem_mapped_block *b,
-				 unsigned int bit, unsigned int nr)
-{
-	return find_next_bit(b->bits, bit + nr, bit) < bit + nr;
-}
-
-static bool xpmem_mapped_clear_fn(struct xpmem_mapped_block *b,
-				  unsigned int bit, unsigned int nr)
-{
-	bitmap_clear(b->bits, bit, nr);
-	return false;
-}
-
-/**
- * xpmem_att_mapped_set - part of an attachment is about to be mapped
- * @att: the attachment
- * @off: segment offset
- * @len: bytes
- *
- * Segment offsets [@off, @off + @len) are about to get PTEs or a PMD.
- * Under att->lock, with xpmem_att_mapped_prepare() done: a missing
- * bitmap is a bug (WARN), and the insertion is then refused.
- *
- * Return: false if the insertion must not happen.
- */
-bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
-			  unsigned long len)
-{
-	unsigned long blocks = (((off + len - 1) >> PAGE_SHIFT) /
-				XPMEM_MAPPED_BLOCK) -
-			       ((off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK) + 1;
-	unsigned long idx, n = 0;
-	struct xpmem_mapped_block *b;
-
-	xa_for_each_range(&att->mapped, idx, b,
-			  (off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK,
-			  ((off + len - 1) >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK)
-		n++;
-	if (WARN_ON_ONCE(n != blocks))
-		return false;
-	xpmem_att_mapped_walk(att, off, len, xpmem_mapped_set_fn);
-	return true;
-}
-
-/*
- * Whether segment offsets [@off, @off + @len) may have a PTE or PMD.
- * Under att->lock.  The bits stay set until the caller's zap is done
- * (xpmem_att_mapped_forget()): an overlapping invalidation that runs
- * meanwhile must find them and zap - and wait - too, or it would let the
- * owner free pages that the first one's zap, still queued, has not yet
- * removed from the attacher.
- */
-static bool xpmem_att_mapped_test(struct xpmem_att *att, unsigned long off,
-				  unsigned long len)
-{
-	return xpmem_att_mapped_walk(att, off, len, xpmem_mapped_test_fn);
-}
-
-/*
- * Segment offsets [@off, @off + @len) were zapped by an invalidation that
- * is still in flight, so no fault can have mapped them since (a fault
- * whose window overlaps an invalidation in flight waits for its end, or
- * finds its window marked): they have no PTE or PMD now.
- */
-static void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
-				    unsigned long len)
-{
-	mutex_lock(&att->lock);
-	xpmem_att_mapped_walk(att, off, len, xpmem_mapped_clear_fn);
-	mutex_unlock(&att->lock);
-}
 
 /* ---- placement ---------------------------------------------------------- */
 
@@ -343,8 +45,8 @@ static void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
  * True when @mm is the segment owner's and [@addr, @addr + @len) overlaps
  * an owner range that segment offsets [@off, @off + @len) mirror.  Such a
  * mapping must never exist: its own split or move would invalidate it
- * while the core holds its i_mmap_rwsem (see "Zapping" above).  Checked
- * wherever a mapping is placed: mmap, mremap and split.
+ * while the core holds its i_mmap_rwsem (see "Zapping" in xpmem_zap.c).
+ * Checked wherever a mapping is placed: mmap, mremap and split.
  */
 bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 			   unsigned long addr, unsigned long off,
@@ -403,17 +105,6 @@ struct xpmem_inflight {
 	struct list_head zaps;		/* struct xpmem_zap, until its start */
 };
 
-/* Free the zaps of @zaps after they were done: their offsets are unmapped. */
-static void xpmem_zaps_done(struct list_head *zaps)
-{
-	struct xpmem_zap *z, *tmp;
-
-	list_for_each_entry_safe(z, tmp, zaps, node) {
-		xpmem_att_mapped_forget(z->att, z->offset, z->len);
-		kfree(z);
-	}
-}
-
 static struct mmu_notifier *xpmem_omm_alloc(struct mm_struct *mm)
 {
 	struct xpmem_omm *omm = kzalloc(sizeof(*omm), GFP_KERNEL_ACCOUNT);
@@ -441,11 +132,25 @@ static void xpmem_omm_free(struct mmu_notifier *mn)
 /*
  * The start of any invalidation of the owner's mm, after the interval
  * callbacks of the same invalidation: do the zaps they listed, in one
- * round trip to the zap worker.  Called with whatever the invalidating
- * task holds.  May wait for: the zap worker, for the same zaps and on the
- * same grounds as the callbacks would have (see "Zapping"), and att->lock
- * of each zapped attachment afterwards, as the callbacks would have.
- * Listed only when blockable, so a non-blockable start finds nothing.
+ * round trip to the zap worker.
+ *
+ * Called by the core with whatever the invalidating task holds: the
+ * owner's mmap_lock, folio locks, the i_mmap_rwsem of a file whose folios
+ * it unmaps or of an attachment whose VMA it splits or moves.  May wait
+ * for: omm->lock (a leaf spinlock); the zap worker, which needs only the
+ * listed attachments' i_mmap_rwsem and the attachers' page table locks -
+ * and a zap is listed only where its attachment may have a PTE, never
+ * over an attachment VMA, so never for an i_mmap_rwsem the core holds
+ * (see "Zapping" in xpmem_zap.c: the same grounds on which the callbacks
+ * zapped themselves before); then att->lock of each zapped attachment,
+ * held by others only briefly and never across a wait.  It never waits
+ * for a fault, a copy or anything an attacher holds, so the owner cannot
+ * make an attacher sleep uninterruptibly here.  It only removes PTEs:
+ * it places no mapping, so it cannot make an attachment map its own
+ * source.  Revocation is not its concern: it neither maps nor reads owner
+ * memory (faults check att->dead under att->lock, copies the revocation
+ * barrier).  Zaps are listed only for blockable ranges, so a
+ * non-blockable start finds nothing.
  */
 static int xpmem_omm_range_start(struct mmu_notifier *mn,
 				 const struct mmu_notifier_range *range)
@@ -551,21 +256,22 @@ int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm)
 /*
  * An invalidation [@range->start, @range->end) reaches a mirror: list it
  * until its end, once (several mirrors see the same range).  Before the
- * callback marks the faults in progress.
+ * callback marks the faults in progress.  Return: its record, or NULL for
+ * the release at exit and when no memory was left for one.
  */
-static void xpmem_omm_note(struct xpmem_omm *omm,
-			   const struct mmu_notifier_range *range)
+static struct xpmem_inflight *
+xpmem_omm_note(struct xpmem_omm *omm, const struct mmu_notifier_range *range)
 {
 	struct xpmem_inflight *f, *new;
 
 	/* exit_mmap() releases without an invalidate_range_end */
 	if (range->event == MMU_NOTIFY_RELEASE)
-		return;
+		return NULL;
 	spin_lock(&omm->lock);
 	list_for_each_entry(f, &omm->inflight, node) {
 		if (f->range == range) {	/* another mirror listed it */
 			spin_unlock(&omm->lock);
-			return;
+			return f;
 		}
 	}
 	new = kmalloc(sizeof(*new), GFP_NOWAIT | __GFP_NOWARN);
@@ -580,37 +286,35 @@ static void xpmem_omm_note(struct xpmem_omm *omm,
 		WRITE_ONCE(omm->lost, true);
 	}
 	spin_unlock(&omm->lock);
+	return new;
 }
 
 /*
- * List a zap of @att's segment offsets [@off, @off + @len) on the record
- * of @range, for the owner's invalidate_range_start to do.  Return: false
- * if there is no record (or no memory): the caller zaps itself.
+ * List a zap of @att's segment offsets [@off, @off + @len) on @f, the
+ * record xpmem_omm_note() returned for this invalidation (it stays until
+ * the invalidation's end, which only the invalidating task - this one -
+ * reaches), for the owner's invalidate_range_start to do.  Return: false
+ * without a record or memory: the caller zaps itself.
  */
 static bool xpmem_omm_defer_zap(struct xpmem_omm *omm,
-				const struct mmu_notifier_range *range,
+				struct xpmem_inflight *f,
 				struct xpmem_att *att, unsigned long off,
 				unsigned long len)
 {
-	struct xpmem_zap *z = kmalloc(sizeof(*z), GFP_NOWAIT | __GFP_NOWARN);
-	struct xpmem_inflight *f;
+	struct xpmem_zap *z;
 
+	if (!f)
+		return false;
+	z = kmalloc(sizeof(*z), GFP_NOWAIT | __GFP_NOWARN);
 	if (!z)
 		return false;
 	z->att = att;
 	z->offset = off;
 	z->len = len;
 	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
-		if (f->range == range) {
-			list_add_tail(&z->node, &f->zaps);
-			spin_unlock(&omm->lock);
-			return true;
-		}
-	}
+	list_add_tail(&z->node, &f->zaps);
 	spin_unlock(&omm->lock);
-	kfree(z);
-	return false;
+	return true;
 }
 
 static bool xpmem_omm_busy(struct xpmem_omm *omm, unsigned long start,
@@ -849,8 +553,8 @@ static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
  * page table locks only - and only when the attachment may have a PTE in
  * the range (its bits are set until a zap of it is done, so an overlapping
  * invalidation meanwhile waits for its own zap too), which excludes every
- * range the core holds an attachment's i_mmap_rwsem for (see "Zapping"
- * above).  Usually the zap is only listed (GFP_NOWAIT) and the owner's
+ * range the core holds an attachment's i_mmap_rwsem for (see "Zapping" in
+ * xpmem_zap.c).  Usually the zap is only listed (GFP_NOWAIT) and the owner's
  * invalidate_range_start does it and waits for it, on the same grounds;
  * the callback waits itself only when it cannot list it.  It never waits
  * for a fault, a copy, or anything an attacher holds, so nothing the owner
@@ -872,6 +576,7 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	unsigned long start = max(range->start, m->r.oaddr);
 	unsigned long end = min(range->end, m->r.oaddr + m->r.len);
 	bool blockable = mmu_notifier_range_blockable(range);
+	struct xpmem_inflight *rec = NULL;
 	unsigned long off;
 	bool mapped, zap;
 
@@ -880,7 +585,7 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 		return true;
 
 	if (blockable) {
-		xpmem_omm_note(att->omm, range);
+		rec = xpmem_omm_note(att->omm, range);
 		mutex_lock(&att->lock);
 	} else if (!mutex_trylock(&att->lock)) {
 		return false;
@@ -909,7 +614,7 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	/*
 	 * Zap (and wait for the worker) only if a PTE may exist there: never
 	 * for a range of attachment VMAs, which the core may be splitting or
-	 * moving with their i_mmap_rwsem held (see "Zapping" above).
+	 * moving with their i_mmap_rwsem held (see "Zapping" in xpmem_zap.c).
 	 */
 	zap = mapped && start < end &&
 	      xpmem_att_mapped_test(att, m->r.off + (start - m->r.oaddr),
@@ -918,7 +623,7 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 
 	atomic_long_inc(&xpmem_stats.invalidations);
 	off = m->r.off + (start - m->r.oaddr);
-	if (zap && !xpmem_omm_defer_zap(att->omm, range, att, off,
+	if (zap && !xpmem_omm_defer_zap(att->omm, rec, att, off,
 					end - start)) {
 		xpmem_att_zap(att, off, end - start);
 		xpmem_att_mapped_forget(att, off, end - start);
@@ -942,13 +647,13 @@ void xpmem_mirror_defer(struct work_struct *work)
 
 int xpmem_mirror_init(void)
 {
-	xpmem_zap_wq = alloc_workqueue("xpmem_zap", WQ_MEM_RECLAIM | WQ_PERCPU,
-				       0);
-	if (!xpmem_zap_wq)
-		return -ENOMEM;
+	int ret = xpmem_zap_init();
+
+	if (ret)
+		return ret;
 	xpmem_free_wq = alloc_workqueue("xpmem_free", WQ_PERCPU, 0);
 	if (!xpmem_free_wq) {
-		destroy_workqueue(xpmem_zap_wq);
+		xpmem_zap_exit();
 		return -ENOMEM;
 	}
 	return 0;
@@ -960,5 +665,5 @@ void xpmem_mirror_exit(void)
 	destroy_workqueue(xpmem_free_wq);
 	/* the owners' records are freed after an SRCU grace period */
 	mmu_notifier_synchronize();
-	destroy_workqueue(xpmem_zap_wq);
+	xpmem_zap_exit();
 }
