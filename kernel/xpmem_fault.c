@@ -265,8 +265,8 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	/* the window's own sequence: see struct xpmem_fault_win */
 	f->range.notifier = &f->win.changes;
 	f->range.notifier_seq = 0;
-	/* a PTE fault needs its page, the others all of the window */
-	if (f->kind == XPMEM_FAULT_PTE)
+	/* a PMD fault needs all of its window, the others their page */
+	if (f->kind != XPMEM_FAULT_PMD)
 		xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
 				      f->range.end, f->oaddr & PAGE_MASK,
 				      (f->oaddr & PAGE_MASK) + PAGE_SIZE);
@@ -394,7 +394,9 @@ static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
 	if (att->dead)	/* revoked: the repeated access sees it first */
 		return att->zero_revoked ? VM_FAULT_NOPAGE : VM_FAULT_SIGBUS;
 	if (f->kind == XPMEM_FAULT_MKWRITE)
-		return xpmem_fault_mkwrite(f->vmf, pfns[f->fidx], zap);
+		return xpmem_fault_mkwrite(f->vmf, f->lo, pfns,
+					   (f->hi - f->lo) >> PAGE_SHIFT,
+					   f->fidx, zap);
 	if (!xpmem_att_mapped_set(att, f->off, f->hi - f->lo))
 		return VM_FAULT_SIGBUS;
 	if (f->kind == XPMEM_FAULT_PMD)
@@ -413,8 +415,8 @@ static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
  * mmap_lock for reading (it is the attacher's own for an attachment of
  * the faulting process itself), so only invalidations that need no
  * mmap_lock for writing (madvise, reclaim, migration) can overlap it.
- * @pfns has room for @maxpages entries (a power of two; 1 for mkwrite,
- * PTRS_PER_PMD for a PMD).
+ * @pfns has room for @maxpages entries (a power of two; PTRS_PER_PMD for
+ * a PMD).
  */
 static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 				      struct mm_struct *owner,
@@ -548,8 +550,9 @@ put_file:
 
 /*
  * The fault and the mkwrite handlers.  @mkwrite: the PTE exists read-only
- * and the attacher writes; make the owner's page writable and let the core
- * upgrade the PTE if it still maps that page.
+ * and the attacher writes; make the owner's page writable and the PTE
+ * with it if it still maps that page, and the window's other read-only
+ * PTEs of pages the owner maps writable (xpmem_fault_mkwrite()).
  *
  * Called by the core with the attacher's mmap_lock held for reading (never
  * under the per-VMA lock: no ->map_pages), and never with an i_mmap_rwsem
@@ -591,7 +594,7 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	    xpmem_fault_mkwrite_fast(vmf, att, oaddr))
 		return VM_FAULT_NOPAGE;
 
-	maxpages = mkwrite ? 1 : xpmem_fault_window_pages();
+	maxpages = xpmem_fault_window_pages();
 	if (maxpages > ARRAY_SIZE(stack_pfns)) {
 		pfns = kmalloc_array(maxpages, sizeof(*pfns),
 				     GFP_KERNEL | __GFP_NOWARN);

@@ -375,6 +375,7 @@ struct xpmem_stats {
 	atomic_long_t fault_seq_retries;
 	atomic_long_t fault_owner_waits;
 	atomic_long_t mkwrite_fast;
+	atomic_long_t pages_upgraded;
 	atomic_long_t pages_mapped;
 	atomic_long_t pmd_mapped;
 	atomic_long_t invalidations;
@@ -561,8 +562,9 @@ bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf, struct xpmem_att *att,
 vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
 			      const unsigned long *pfns, unsigned long npages,
 			      unsigned long fidx, bool write);
-vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long hmm_pfn,
-			       bool *zap);
+vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long start,
+			       const unsigned long *pfns, unsigned long npages,
+			       unsigned long fidx, bool *zap);
 vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
 				  const unsigned long *pfns, unsigned long fidx,
 				  bool write);

@@ -220,30 +220,62 @@ static void xpmem_fault_dirty_window(const unsigned long *pfns,
 	}
 }
 
+/* One ->pfn_mkwrite's upgrade of its window, for xpmem_upgrade_pte(). */
+struct xpmem_upgrade {
+	struct vm_fault *vmf;
+	const unsigned long *pfns;	/* NULL: the written page alone */
+	unsigned long start;		/* attacher address of pfns[0] */
+	unsigned long upgraded;		/* PTEs made writable besides it */
+};
+
 /*
- * Make the read-only PTE @vmf found writable, if it is still there: under
- * att->lock, so that an invalidation either zaps it after this or has
- * zapped it before (the core's own upgrade after ->pfn_mkwrite returns
- * would only compare the PTE, and a zap and re-insertion of the same
- * read-only PTE in between would pass).
- *
- * Return: VM_FAULT_NOPAGE (the access is repeated, and writes).
+ * xpmem_pte_apply() callback, under the attacher's page table lock.  The
+ * written page's PTE becomes writable if it is still the one the core
+ * found: under att->lock, so that an invalidation either zaps it after
+ * this or has zapped it before (the core's own upgrade after
+ * ->pfn_mkwrite returns would only compare the PTE, and a zap and
+ * re-insertion of the same read-only PTE in between would pass).  Every
+ * other read-only PTE of the window that names the page the owner maps
+ * writable there becomes writable too, its folio dirtied first (allowed
+ * under a page table lock, as zap_pte_range() does): window not stale
+ * and att->lock held, so each such PTE still mirrors the owner's.  A page
+ * the owner maps read-only (COW-shared, write-protected) stays read-only
+ * and takes its own ->pfn_mkwrite, which breaks COW in the owner first.
  */
 static int xpmem_upgrade_pte(pte_t *ptep, unsigned long addr, void *data)
 {
-	struct vm_fault *vmf = data;
+	struct xpmem_upgrade *u = data;
+	struct vm_fault *vmf = u->vmf;
 	pte_t pte = ptep_get(ptep);
+	unsigned long p, pfn;
 
-	if (pte_same(pte, vmf->orig_pte) && !pte_write(pte)) {
+	if (addr == (vmf->address & PAGE_MASK)) {
+		if (!pte_same(pte, vmf->orig_pte) || pte_write(pte))
+			return 0;
 		pte = pte_mkyoung(xpmem_pte_mkwrite_dirty(pte));
-		set_pte_at(vmf->vma->vm_mm, addr, ptep, pte);
-		update_mmu_cache(vmf->vma, addr, ptep);
+		goto set;
 	}
+	if (!u->pfns || !pte_present(pte) || pte_write(pte))
+		return 0;
+	p = u->pfns[(addr - u->start) >> PAGE_SHIFT];
+	pfn = pte_pfn(pte);
+	if (!(p & HMM_PFN_VALID) || (p & HMM_PFN_ERROR) ||
+	    !(p & HMM_PFN_WRITE) || pfn != xpmem_hmm_pfn(p) ||
+	    !pfn_valid(pfn) || is_zero_pfn(pfn))
+		return 0;
+	xpmem_head_mark_dirty(compound_head(pfn_to_page(pfn)));
+	pte = xpmem_pte_mkwrite_dirty(pte);
+	u->upgraded++;
+set:
+	set_pte_at(vmf->vma->vm_mm, addr, ptep, pte);
+	update_mmu_cache(vmf->vma, addr, ptep);
 	return 0;
 }
 
-static vm_fault_t xpmem_fault_set_writable(struct vm_fault *vmf)
+static vm_fault_t xpmem_fault_set_writable(struct xpmem_upgrade *u,
+					   unsigned long npages)
 {
+	struct vm_fault *vmf = u->vmf;
 	struct xpmem_att *att = vmf->vma->vm_private_data;
 	pmd_t *pmd = xpmem_fault_pmd(vmf);
 
@@ -252,8 +284,10 @@ static vm_fault_t xpmem_fault_set_writable(struct vm_fault *vmf)
 	if (!pmd || !pmd_present(READ_ONCE(*pmd)) || pmd_leaf(READ_ONCE(*pmd)))
 		return VM_FAULT_NOPAGE;
 	/* gone meanwhile (PT_RECLAIM): the repeated access faults again */
-	xpmem_pte_apply(vmf->vma->vm_mm, pmd, vmf->address, 1,
-			xpmem_upgrade_pte, vmf);
+	xpmem_pte_apply(vmf->vma->vm_mm, pmd, u->start, npages,
+			xpmem_upgrade_pte, u);
+	if (u->upgraded)
+		atomic_long_add(u->upgraded, &xpmem_stats.pages_upgraded);
 	return VM_FAULT_NOPAGE;
 }
 
@@ -271,8 +305,12 @@ bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf,
 	mutex_lock(&att->lock);
 	hit = !att->dead && xpmem_wok_take(att, oaddr, pfn);
 	if (hit) {
+		struct xpmem_upgrade u = {
+			.vmf = vmf, .start = vmf->address & PAGE_MASK,
+		};
+
 		xpmem_fault_touch(pfn, true);
-		xpmem_fault_set_writable(vmf);
+		xpmem_fault_set_writable(&u, 1);
 	}
 	mutex_unlock(&att->lock);
 	if (hit)
@@ -359,23 +397,31 @@ vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
 }
 
 /*
- * ->pfn_mkwrite after resolution, under att->lock: the PTE becomes
- * writable here if it is unchanged.  A PTE that names another page than
- * the owner's writable one (our zero page, a page COW-broken meanwhile)
- * must go.
+ * ->pfn_mkwrite after resolution, under att->lock, window not stale: the
+ * written PTE becomes writable here if it is unchanged, and with it every
+ * other read-only PTE of the resolved window [@start, @start + @npages
+ * pages) whose page the owner maps writable, so that a write pass after a
+ * read pass takes one fault per window, not one per page.  A written PTE
+ * that names another page than the owner's writable one (our zero page, a
+ * page COW-broken meanwhile) must go, and nothing else changes.
  *
- * Return: VM_FAULT_NOPAGE, with *@zap set if the PTE must go.
+ * Return: VM_FAULT_NOPAGE, with *@zap set if the written PTE must go.
  */
-vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf,
-			       unsigned long hmm_pfn, bool *zap)
+vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long start,
+			       const unsigned long *pfns,
+			       unsigned long npages, unsigned long fidx,
+			       bool *zap)
 {
+	struct xpmem_upgrade u = { .vmf = vmf, .pfns = pfns, .start = start };
+	unsigned long hmm_pfn = pfns[fidx];
+
 	if (!(hmm_pfn & HMM_PFN_WRITE) ||
 	    pte_pfn(vmf->orig_pte) != xpmem_hmm_pfn(hmm_pfn)) {
 		*zap = true;
 		return VM_FAULT_NOPAGE;
 	}
 	xpmem_fault_touch(hmm_pfn, true);
-	return xpmem_fault_set_writable(vmf);
+	return xpmem_fault_set_writable(&u, npages);
 }
 
 #ifdef XPMEM_HAVE_HUGE_PFNMAP

@@ -344,8 +344,7 @@ static bool xpmem_omm_busy(struct xpmem_omm *omm, unsigned long start,
  * @start: owner address
  * @end: owner address, past the window
  * @need_start: owner address, the start of what the fault cannot do
- *	without (the faulting page, or all of the window of a PMD or a
- *	->pfn_mkwrite)
+ *	without (the faulting page, or all of the window of a PMD)
  * @need_end: its end
  *
  * Listed before the first wait: an invalidation that marked nothing

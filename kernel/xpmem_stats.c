@@ -46,6 +46,8 @@ static struct xpmem_stat_attr xpmem_stat_attrs[] = {
 	  &xpmem_stats.fault_owner_waits },
 	{ __ATTR(mkwrite_fast, 0444, xpmem_stat_show, NULL),
 	  &xpmem_stats.mkwrite_fast },
+	{ __ATTR(pages_upgraded, 0444, xpmem_stat_show, NULL),
+	  &xpmem_stats.pages_upgraded },
 	{ __ATTR(pages_mapped, 0444, xpmem_stat_show, NULL),
 	  &xpmem_stats.pages_mapped },
 	{ __ATTR(pmd_mapped, 0444, xpmem_stat_show, NULL),
@@ -66,6 +68,7 @@ static struct attribute *xpmem_stats_attrs[] = {
 	&xpmem_stat_attrs[8].attr.attr,
 	&xpmem_stat_attrs[9].attr.attr,
 	&xpmem_stat_attrs[10].attr.attr,
+	&xpmem_stat_attrs[11].attr.attr,
 	NULL,
 };
 

@@ -1103,14 +1103,74 @@ TEST_F(xpmem, first_write_one_fault_per_window)
 }
 
 /*
- * A write fault maps the pages of its window that the owner maps writable
+ * A write pass after a read pass takes one fault per window too: the
+ * write to a read-only PTE makes the window's other read-only PTEs of
+ * owner-writable pages writable at once (was one ->pfn_mkwrite per page).
+ * The owner's pages are its own (not shared copy-on-write with the
+ * attacher, which a plain fork would make them), as an MPI rank's are.
+ */
+TEST_F(xpmem, write_after_read_one_fault_per_window)
+{
+	const size_t len = 1024 * PAGE;
+	xpmem_segid_t segid;
+	pid_t pid;
+	char *buf;
+
+	buf = map_anon(len);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
+	fill(buf, len, 23);
+	ASSERT_EQ(0, madvise(buf, len, MADV_DONTFORK));
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	pid = fork_child();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		long faults, upgraded;
+		xpmem_apid_t apid;
+		unsigned int sum = 0;
+		size_t i;
+		char *a;
+		int fd;
+
+		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
+			_exit(1);
+		for (i = 0; i < len; i += PAGE)
+			sum += (unsigned char)a[i];
+		faults = stat_read("faults");
+		upgraded = stat_read("pages_upgraded");
+		for (i = 0; i < len; i += PAGE)
+			a[i] = (char)(i / PAGE + 1);
+		faults = stat_read("faults") - faults;
+		upgraded = stat_read("pages_upgraded") - upgraded;
+		/* 4 MiB: 2 or 3 windows of 512 pages; was 1024 */
+		if (faults < 1 || faults > 8)
+			_exit(2);
+		if (upgraded < (long)(len / PAGE) - 8)
+			_exit(3);
+		_exit(sum ? 0 : 4);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	for (size_t i = 0; i < len; i += PAGE)
+		ASSERT_EQ((char)(i / PAGE + 1), buf[i]);
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+/*
+ * A write maps the pages of its window that the owner maps writable
  * writable, never the ones it shares copy-on-write: the owner forked, so
  * pages 1..3 are shared with its child and read-only in both; the owner
  * wrote page 0 again, so only page 0 is its own.  The attacher's write to
  * page 0 must not let its writes to pages 1..3 reach the child's copies:
  * they go through ->pfn_mkwrite, which breaks COW in the owner first.
+ * @read_first: the attacher reads all four pages first, so that its
+ * write to page 0 is a ->pfn_mkwrite that upgrades the window, not a
+ * write fault that fills it.
  */
-TEST_F(xpmem, write_fault_never_maps_cow_shared_pages_writable)
+static void cow_shared_pages_stay_read_only(struct __test_metadata *_metadata,
+					    FIXTURE_DATA(xpmem) *self,
+					    bool read_first)
 {
 	const size_t len = 4 * PAGE;
 	struct chan sib;
@@ -1146,7 +1206,11 @@ TEST_F(xpmem, write_fault_never_maps_cow_shared_pages_writable)
 
 		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
 			_exit(1);
-		a[0] = 'A';		/* the write fault; its window is 0..3 */
+		/* page 0 is the owner's 'p', the others the shared 'o' */
+		if (read_first &&
+		    (a[0] != 'p' || all_bytes(a + PAGE, len - PAGE, 'o')))
+			_exit(2);
+		a[0] = 'A';		/* its window is 0..3 */
 		a[PAGE] = 'B';
 		a[2 * PAGE + 5] = 'C';
 		a[3 * PAGE - 1] = 'D';
@@ -1164,6 +1228,16 @@ TEST_F(xpmem, write_fault_never_maps_cow_shared_pages_writable)
 	ASSERT_EQ(0, xp_remove(self->fd, segid));
 	ASSERT_COUNTERS_AT_BASE();
 	munmap(buf, len);
+}
+
+TEST_F(xpmem, write_fault_never_maps_cow_shared_pages_writable)
+{
+	cow_shared_pages_stay_read_only(_metadata, self, false);
+}
+
+TEST_F(xpmem, write_after_read_never_maps_cow_shared_pages_writable)
+{
+	cow_shared_pages_stay_read_only(_metadata, self, true);
 }
 
 /* RDWR attachment of memory the owner maps read-only: reads, no writes. */

@@ -102,7 +102,9 @@ panel() {
 			process_vm_readv:"process_vm_readv" memcpy:"memcpy (local)"
 		panel "$k" "write bandwidth" "MiB/s" 1 0 \
 			xpmem_write1:"xpmem 1st" xpmem_write2:"xpmem 2nd" \
-			memfd_write1:"memfd 1st" memfd_write2:"memfd 2nd"
+			memfd_write1:"memfd 1st" memfd_write2:"memfd 2nd" \
+			xpmem_write_after_read:"xpmem after read" \
+			memfd_write_after_read:"memfd after read"
 		panel "$k" "time ratios (below 1: first named faster)" "ratio" 1 1 \
 			xpmem_read1_over_read2:"xpmem read 1st/2nd" \
 			xpmem_write1_over_write2:"xpmem write 1st/2nd" \

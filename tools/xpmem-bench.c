@@ -98,8 +98,9 @@ enum metric {
 	M_FCOPY16, M_ACOPY16_PVM, M_ACOPY16_XMC2, M_FCOPY16_XMC2,
 	M_XR_12, M_XW_12, M_MR_12, M_MW_12,
 	M_R1_M, M_R2_M, M_W1_M, M_W2_M,
+	M_XWR, M_MWR, M_WR_M,
 	M_FR1_MIB, M_FW1_MIB, M_PG_R1_MIB, M_HUGE_R1, M_HUGE_W1,
-	M_RETRY, M_SEQRETRY, M_WAITS, M_MKWF, M_FR1, M_FW1,
+	M_RETRY, M_SEQRETRY, M_WAITS, M_MKWF, M_FR1, M_FW1, M_FWR,
 	M_OWNER_HUGE, M_MEMFD_HUGE,
 	NMETRICS
 };
@@ -145,6 +146,9 @@ static struct metric_info minfo[NMETRICS] = {
 	[M_R2_M]      = { "xpmem_over_memfd_read2", "read 2nd xpmem/memfd", "x", 1, 0 },
 	[M_W1_M]      = { "xpmem_over_memfd_write1", "write 1st xpmem/memfd", "x", 1, 0 },
 	[M_W2_M]      = { "xpmem_over_memfd_write2", "write 2nd xpmem/memfd", "x", 1, 0 },
+	[M_XWR]       = { "xpmem_write_after_read", "xpmem write after read", "MiB/s", 1, 0 },
+	[M_MWR]       = { "memfd_write_after_read", "memfd write after read", "MiB/s", 1, 0 },
+	[M_WR_M]      = { "xpmem_over_memfd_write_after_read", "wr after rd xpmem/memfd", "x", 1, 0 },
 	[M_FR1_MIB]   = { "faults_read1_per_mib", "faults/MiB read 1st", "1/MiB", 1, 0 },
 	[M_FW1_MIB]   = { "faults_write1_per_mib", "faults/MiB write 1st", "1/MiB", 1, 0 },
 	[M_PG_R1_MIB] = { "pages_mapped_read1_per_mib", "pages_mapped/MiB rd 1st", "1/MiB", 1, 0 },
@@ -156,6 +160,7 @@ static struct metric_info minfo[NMETRICS] = {
 	[M_MKWF]      = { "mkwrite_fast_write1", "mkwrite_fast wr 1st", "count", 1, 0 },
 	[M_FR1]       = { "faults_read1", "faults read 1st", "count", 0, 0 },
 	[M_FW1]       = { "faults_write1", "faults write 1st", "count", 0, 0 },
+	[M_FWR]       = { "faults_write_after_read", "faults wr after read", "count", 1, 0 },
 	[M_OWNER_HUGE] = { "owner_huge_pct", "owner huge pages %", "%", 1, 1 },
 	[M_MEMFD_HUGE] = { "memfd_huge_pct", "memfd huge pages %", "%", 1, 1 },
 };
@@ -485,15 +490,22 @@ static int fresh_unmap(const struct target *tg, int xp, void *m)
 	return xp ? xpmem_detach(m) : munmap(m, tg->maplen);
 }
 
+/* What passes() times first on a fresh mapping. */
+enum first_pass { P_READ, P_WRITE, P_WRITE_AFTER_READ };
+
 /*
  * First passes over @fresh fresh attachments (@xp) or memfd mappings, one
- * after the other, then a second pass (@inner times) over the last one.
- * @t1, @t2: ns per pass; @d: the module counters' change per first pass.
+ * after the other, then, unless @t2 is NULL, a second pass (@inner times)
+ * over the last one.  P_WRITE_AFTER_READ reads each mapping (untimed, its
+ * sum checked) and times the write pass that follows.
+ * @t1, @t2: ns per pass; @d: the module counters' change per timed pass.
  * 0, or 1 with a message.
  */
-static int passes(const struct target *tg, int xp, int write, size_t fresh,
-		  size_t inner, double *t1, double *t2, double *d)
+static int passes(const struct target *tg, int xp, enum first_pass pass,
+		  size_t fresh, size_t inner, double *t1, double *t2,
+		  double *d)
 {
+	int write = pass != P_READ;
 	uint64_t want = expected_sum(tg->size);
 	double s0[NSTATS], s1[NSTATS], t0;
 	size_t k;
@@ -507,6 +519,8 @@ static int passes(const struct target *tg, int xp, int write, size_t fresh,
 		m = fresh_map(tg, xp);
 		if (m == MAP_FAILED)
 			return afail(xp ? "xpmem_attach" : "mmap memfd");
+		if (pass == P_WRITE_AFTER_READ && read_pass(m, tg->size) != want)
+			goto bad_data;
 		if (xp)
 			stats_snap(s0);
 		t0 = now_ns();
@@ -520,7 +534,7 @@ static int passes(const struct target *tg, int xp, int write, size_t fresh,
 			for (s = 0; s < NSTATS; s++)
 				d[s] += s1[s] - s0[s];	/* NaN if unknown */
 		}
-		if (k == fresh - 1) {
+		if (k == fresh - 1 && t2) {
 			*t2 = write ? write_again(m, tg->size, inner) :
 				      read_again(m, tg->size, inner, want);
 			if (*t2 < 0)
@@ -724,8 +738,8 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 {
 	size_t inner = size >= MIB ? 1 : MIB / size;
 	size_t fresh = inner > 64 ? 64 : inner;
-	double r1, r2, w1, w2, m_r1, m_r2, m_w1, m_w2, t0, t;
-	double dr[NSTATS], dw[NSTATS], dm[NSTATS];
+	double r1, r2, w1, w2, m_r1, m_r2, m_w1, m_w2, wr, m_wr, t0, t;
+	double dr[NSTATS], dw[NSTATS], dwr[NSTATS], dm[NSTATS];
 	struct target tg = {
 		.job = job, .memfd = memfd, .kind = kind, .size = size,
 		.maplen = maplen,
@@ -761,22 +775,34 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 	tg.addr.offset = 0;
 	/*
 	 * Each xpmem measurement right beside its memfd counterpart (their
-	 * ratio is taken per repeat), the two in turn first: reads, then
-	 * writes.
+	 * ratio is taken per repeat), the two in turn first: reads, writes,
+	 * then writes after reads.
 	 */
 	for (c = 0; c < 2; c++) {
 		if ((rep + c) % 2 == 0) {
-			if (passes(&tg, 1, 0, fresh, inner, &r1, &r2, dr))
+			if (passes(&tg, 1, P_READ, fresh, inner, &r1, &r2, dr))
 				return 1;
-		} else if (passes(&tg, 0, 0, fresh, inner, &m_r1, &m_r2, dm)) {
+		} else if (passes(&tg, 0, P_READ, fresh, inner, &m_r1, &m_r2,
+				  dm)) {
 			return 1;
 		}
 	}
 	for (c = 0; c < 2; c++) {
 		if ((rep + c) % 2 == 0) {
-			if (passes(&tg, 1, 1, fresh, inner, &w1, &w2, dw))
+			if (passes(&tg, 1, P_WRITE, fresh, inner, &w1, &w2, dw))
 				return 1;
-		} else if (passes(&tg, 0, 1, fresh, inner, &m_w1, &m_w2, dm)) {
+		} else if (passes(&tg, 0, P_WRITE, fresh, inner, &m_w1, &m_w2,
+				  dm)) {
+			return 1;
+		}
+	}
+	for (c = 0; c < 2; c++) {
+		if ((rep + c) % 2 == 0) {
+			if (passes(&tg, 1, P_WRITE_AFTER_READ, fresh, inner, &wr,
+				   NULL, dwr))
+				return 1;
+		} else if (passes(&tg, 0, P_WRITE_AFTER_READ, fresh, inner,
+				  &m_wr, NULL, dm)) {
 			return 1;
 		}
 	}
@@ -824,6 +850,9 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 	V(M_MR2) = mibps(size, m_r2);
 	V(M_MW1) = mibps(size, m_w1);
 	V(M_MW2) = mibps(size, m_w2);
+	V(M_XWR) = mibps(size, wr);
+	V(M_MWR) = mibps(size, m_wr);
+	V(M_WR_M) = wr / m_wr;
 	/* ratios of times, per repeat: < 1 means the first one is faster */
 	V(M_ACOPY16_XMC2) = V(M_ACOPY16) / V(M_XMCPY2);
 	V(M_FCOPY16_XMC2) = V(M_FCOPY16) / V(M_XMCPY2);
@@ -838,6 +867,7 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 	/* counters: per first pass over one attachment */
 	V(M_FR1) = dr[S_FAULTS];
 	V(M_FW1) = dw[S_FAULTS];
+	V(M_FWR) = dwr[S_FAULTS];
 	V(M_FR1_MIB) = dr[S_FAULTS] * MIB / size;
 	V(M_FW1_MIB) = dw[S_FAULTS] * MIB / size;
 	V(M_PG_R1_MIB) = dr[S_PAGES] * MIB / size;
