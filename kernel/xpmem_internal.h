@@ -563,7 +563,7 @@ vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
 			      const unsigned long *pfns, unsigned long npages,
 			      unsigned long fidx, bool write);
 vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long start,
-			       const unsigned long *pfns, unsigned long npages,
+			       unsigned long *pfns, unsigned long npages,
 			       unsigned long fidx, bool *zap);
 vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
 				  const unsigned long *pfns, unsigned long fidx,

@@ -223,47 +223,55 @@ static void xpmem_fault_dirty_window(const unsigned long *pfns,
 /* One ->pfn_mkwrite's upgrade of its window, for xpmem_upgrade_pte(). */
 struct xpmem_upgrade {
 	struct vm_fault *vmf;
-	const unsigned long *pfns;	/* NULL: the written page alone */
+	unsigned long *pfns;		/* NULL: the written page alone */
 	unsigned long start;		/* attacher address of pfns[0] */
+	bool commit;			/* the second walk */
 	unsigned long upgraded;		/* PTEs made writable besides it */
 };
 
 /*
- * xpmem_pte_apply() callback, under the attacher's page table lock.  The
- * written page's PTE becomes writable if it is still the one the core
- * found: under att->lock, so that an invalidation either zaps it after
- * this or has zapped it before (the core's own upgrade after
- * ->pfn_mkwrite returns would only compare the PTE, and a zap and
- * re-insertion of the same read-only PTE in between would pass).  Every
- * other read-only PTE of the window that names the page the owner maps
- * writable there becomes writable too, its folio dirtied first (allowed
- * under a page table lock, as zap_pte_range() does): window not stale
- * and att->lock held, so each such PTE still mirrors the owner's.  A page
- * the owner maps read-only (COW-shared, write-protected) stays read-only
- * and takes its own ->pfn_mkwrite, which breaks COW in the owner first.
+ * xpmem_pte_apply() callback, under the attacher's page table lock, in
+ * two walks.  The first keeps HMM_PFN_WRITE only in the entries of the
+ * window's other read-only PTEs that name the page the owner maps
+ * writable there, so that their folios can be dirtied between the walks,
+ * outside the page table lock (a filesystem's ->dirty_folio may sleep);
+ * window not stale and att->lock held, so each such PTE still mirrors the
+ * owner's.  The second makes them writable, and the written page's PTE
+ * if it is still the one the core found: under att->lock, so that an
+ * invalidation either zaps it after this or has zapped it before (the
+ * core's own upgrade after ->pfn_mkwrite returns would only compare the
+ * PTE, and a zap and re-insertion of the same read-only PTE in between
+ * would pass).  A page the owner maps read-only (COW-shared,
+ * write-protected) stays read-only and takes its own ->pfn_mkwrite, which
+ * breaks COW in the owner first.
  */
 static int xpmem_upgrade_pte(pte_t *ptep, unsigned long addr, void *data)
 {
 	struct xpmem_upgrade *u = data;
 	struct vm_fault *vmf = u->vmf;
 	pte_t pte = ptep_get(ptep);
-	unsigned long p, pfn;
+	unsigned long *p;
 
 	if (addr == (vmf->address & PAGE_MASK)) {
-		if (!pte_same(pte, vmf->orig_pte) || pte_write(pte))
+		if (!u->commit || !pte_same(pte, vmf->orig_pte) ||
+		    pte_write(pte))
 			return 0;
 		pte = pte_mkyoung(xpmem_pte_mkwrite_dirty(pte));
 		goto set;
 	}
-	if (!u->pfns || !pte_present(pte) || pte_write(pte))
+	if (!u->pfns)
 		return 0;
-	p = u->pfns[(addr - u->start) >> PAGE_SHIFT];
-	pfn = pte_pfn(pte);
-	if (!(p & HMM_PFN_VALID) || (p & HMM_PFN_ERROR) ||
-	    !(p & HMM_PFN_WRITE) || pfn != xpmem_hmm_pfn(p) ||
-	    !pfn_valid(pfn) || is_zero_pfn(pfn))
+	p = &u->pfns[(addr - u->start) >> PAGE_SHIFT];
+	if (!(*p & HMM_PFN_WRITE))
 		return 0;
-	xpmem_head_mark_dirty(compound_head(pfn_to_page(pfn)));
+	if (!pte_present(pte) || pte_write(pte) || !(*p & HMM_PFN_VALID) ||
+	    (*p & HMM_PFN_ERROR) || pte_pfn(pte) != xpmem_hmm_pfn(*p) ||
+	    is_zero_pfn(pte_pfn(pte))) {
+		*p &= ~HMM_PFN_WRITE;	/* not this one */
+		return 0;
+	}
+	if (!u->commit)
+		return 0;
 	pte = xpmem_pte_mkwrite_dirty(pte);
 	u->upgraded++;
 set:
@@ -276,6 +284,7 @@ static vm_fault_t xpmem_fault_set_writable(struct xpmem_upgrade *u,
 					   unsigned long npages)
 {
 	struct vm_fault *vmf = u->vmf;
+	struct mm_struct *mm = vmf->vma->vm_mm;
 	struct xpmem_att *att = vmf->vma->vm_private_data;
 	pmd_t *pmd = xpmem_fault_pmd(vmf);
 
@@ -284,8 +293,14 @@ static vm_fault_t xpmem_fault_set_writable(struct xpmem_upgrade *u,
 	if (!pmd || !pmd_present(READ_ONCE(*pmd)) || pmd_leaf(READ_ONCE(*pmd)))
 		return VM_FAULT_NOPAGE;
 	/* gone meanwhile (PT_RECLAIM): the repeated access faults again */
-	xpmem_pte_apply(vmf->vma->vm_mm, pmd, u->start, npages,
-			xpmem_upgrade_pte, u);
+	if (u->pfns) {
+		if (xpmem_pte_apply(mm, pmd, u->start, npages,
+				    xpmem_upgrade_pte, u))
+			return VM_FAULT_NOPAGE;
+		xpmem_fault_dirty_window(u->pfns, npages);
+	}
+	u->commit = true;
+	xpmem_pte_apply(mm, pmd, u->start, npages, xpmem_upgrade_pte, u);
 	if (u->upgraded)
 		atomic_long_add(u->upgraded, &xpmem_stats.pages_upgraded);
 	return VM_FAULT_NOPAGE;
@@ -408,9 +423,8 @@ vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
  * Return: VM_FAULT_NOPAGE, with *@zap set if the written PTE must go.
  */
 vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long start,
-			       const unsigned long *pfns,
-			       unsigned long npages, unsigned long fidx,
-			       bool *zap)
+			       unsigned long *pfns, unsigned long npages,
+			       unsigned long fidx, bool *zap)
 {
 	struct xpmem_upgrade u = { .vmf = vmf, .pfns = pfns, .start = start };
 	unsigned long hmm_pfn = pfns[fidx];
