@@ -157,18 +157,31 @@ static inline bool xpmem_file_is_secretmem(struct file *file)
  * The owner's page @head (a head page: compound_head()) was written or
  * read through an attachment.  Folios (5.16; Kbuild: XPMEM_HAVE_FOLIO)
  * or the head page's own flags before them.
+ *
+ * Called under att->lock, which the invalidate callback takes in reclaim.
+ * A folio the owner maps writable is almost always dirty already; when it
+ * is not (an owner's shared-file write fault between its PTE and its own
+ * folio_mark_dirty()), the filesystem's ->dirty_folio may allocate (iomap
+ * does, __GFP_NOFAIL): without direct reclaim here, so that it never
+ * reaches our own callback for the same attachment.
  */
 static inline void xpmem_head_mark_dirty(struct page *head)
 {
+	unsigned int noreclaim;
 #ifdef XPMEM_HAVE_FOLIO
 	struct folio *folio = page_folio(head);
 
-	if (!folio_test_dirty(folio))
-		folio_mark_dirty(folio);
+	if (folio_test_dirty(folio))
+		return;
+	noreclaim = memalloc_noreclaim_save();
+	folio_mark_dirty(folio);
 #else
-	if (!PageDirty(head))
-		set_page_dirty(head);
+	if (PageDirty(head))
+		return;
+	noreclaim = memalloc_noreclaim_save();
+	set_page_dirty(head);
 #endif
+	memalloc_noreclaim_restore(noreclaim);
 }
 
 static inline void xpmem_head_mark_accessed(struct page *head)

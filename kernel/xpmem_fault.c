@@ -561,14 +561,20 @@ put_file:
  * xpmem_fault_lock_owner()), the owner's invalidations in flight over the
  * window (killably, xpmem_fault_win_settle()), att->pt_lock and att->lock
  * (held by others only briefly, never across a wait), the owner's own
- * page faults inside hmm_range_fault(), and the zap worker (mkwrite, one
- * page); a revoked attachment only what xpmem_zero_fault() says.  So
- * nothing the owner does keeps it in an uninterruptible sleep for longer
- * than one of those bounded steps.  It maps only owner VMAs
+ * page faults inside hmm_range_fault() (a write, ->fault or mkwrite, also
+ * write-faults the owner's pages after it in the window: hmm faults to
+ * the end of its walk), the owner folios' ->dirty_folio under att->lock
+ * (without direct reclaim: xpmem_head_mark_dirty()), and the zap worker
+ * (mkwrite, one page); a revoked attachment only what xpmem_zero_fault()
+ * says.  So nothing the owner does keeps it in an uninterruptible sleep
+ * for longer than one of those bounded steps.  It maps only owner VMAs
  * that are not attachments (xpmem_vma_mirrorable()), so it never builds a
- * mirror of a mirror, and it commits under att->lock after checking
- * att->dead and the window: a REMOVE or RELEASE that marked the
- * attachment dead is seen, and an invalidation after the commit zaps.
+ * mirror of a mirror; the mkwrite's upgrade of its window maps nothing
+ * new, it only makes writable PTEs this attachment's faults placed, each
+ * still naming the owner's page at its offset.  It commits - inserts or
+ * upgrades - under att->lock after checking att->dead and the window: a
+ * REMOVE or RELEASE that marked the attachment dead is seen, and an
+ * invalidation after the commit zaps.
  */
 static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 {
