@@ -1056,60 +1056,19 @@ TEST_F(xpmem, faults_are_batched)
 }
 
 /*
- * A write pass over a fresh attachment of 4 KiB owner pages takes one fault
- * per window, not one more per page: the owner-writable pages
- * of a write fault's window are mapped writable at once.
- */
-TEST_F(xpmem, first_write_one_fault_per_window)
-{
-	const size_t len = 1024 * PAGE;
-	xpmem_segid_t segid;
-	pid_t pid;
-	char *buf;
-
-	buf = map_anon(len);
-	ASSERT_NE(NULL, buf);
-	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
-	fill(buf, len, 21);
-	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
-	pid = fork_child();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		long faults, mkwrites;
-		xpmem_apid_t apid;
-		size_t i;
-		char *a;
-		int fd;
-
-		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
-			_exit(1);
-		faults = stat_read("faults");
-		mkwrites = stat_read("mkwrite_fast");
-		for (i = 0; i < len; i += PAGE)
-			a[i] = (char)(i / PAGE);
-		faults = stat_read("faults") - faults;
-		mkwrites = stat_read("mkwrite_fast") - mkwrites;
-		/* 4 MiB: 2 or 3 windows of 512 pages; was 1024 + 2 */
-		if (faults < 1 || faults > 8 || mkwrites)
-			_exit(2);
-		_exit(0);
-	}
-	ASSERT_EQ(0, wait_child(pid));
-	for (size_t i = 0; i < len; i += PAGE)
-		ASSERT_EQ((char)(i / PAGE), buf[i]);
-	ASSERT_EQ(0, xp_remove(self->fd, segid));
-	ASSERT_COUNTERS_AT_BASE();
-	munmap(buf, len);
-}
-
-/*
- * A write pass after a read pass takes one fault per window too: the
+ * A write pass over an attachment of 4 KiB owner pages takes one fault per
+ * window, not one more per page.  @read_first false: a fresh attachment,
+ * whose write faults map the owner-writable pages of their window
+ * writable at once (was 1024 + 2 faults), on owner memory a plain fork
+ * made COW-shared (the write fault breaks COW for the rest of its window).
+ * @read_first true: a read pass maps everything read-only first, and the
  * write to a read-only PTE makes the window's other read-only PTEs of
- * owner-writable pages writable at once (was one ->pfn_mkwrite per page).
- * The owner's pages are its own (not shared copy-on-write with the
- * attacher, which a plain fork would make them), as an MPI rank's are.
+ * owner-writable pages writable at once (was one ->pfn_mkwrite per page);
+ * the owner's pages are its own (MADV_DONTFORK), as an MPI rank's are.
  */
-TEST_F(xpmem, write_after_read_one_fault_per_window)
+static void writes_one_fault_per_window(struct __test_metadata *_metadata,
+					FIXTURE_DATA(xpmem) *self,
+					bool read_first)
 {
 	const size_t len = 1024 * PAGE;
 	xpmem_segid_t segid;
@@ -1119,13 +1078,14 @@ TEST_F(xpmem, write_after_read_one_fault_per_window)
 	buf = map_anon(len);
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
-	fill(buf, len, 23);
-	ASSERT_EQ(0, madvise(buf, len, MADV_DONTFORK));
+	fill(buf, len, read_first ? 23 : 21);
+	if (read_first)
+		ASSERT_EQ(0, madvise(buf, len, MADV_DONTFORK));
 	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
 	pid = fork_child();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		long faults, upgraded;
+		long faults, mkwrites, upgraded;
 		xpmem_apid_t apid;
 		unsigned int sum = 0;
 		size_t i;
@@ -1134,27 +1094,39 @@ TEST_F(xpmem, write_after_read_one_fault_per_window)
 
 		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
 			_exit(1);
-		for (i = 0; i < len; i += PAGE)
+		for (i = 0; read_first && i < len; i += PAGE)
 			sum += (unsigned char)a[i];
 		faults = stat_read("faults");
+		mkwrites = stat_read("mkwrite_fast");
 		upgraded = stat_read("pages_upgraded");
 		for (i = 0; i < len; i += PAGE)
-			a[i] = (char)(i / PAGE + 1);
+			a[i] = (char)(i / PAGE + read_first);
 		faults = stat_read("faults") - faults;
+		mkwrites = stat_read("mkwrite_fast") - mkwrites;
 		upgraded = stat_read("pages_upgraded") - upgraded;
-		/* 4 MiB: 2 or 3 windows of 512 pages; was 1024 */
-		if (faults < 1 || faults > 8)
+		/* 4 MiB: 2 or 3 windows of 512 pages */
+		if (faults < 1 || faults > 8 || (!read_first && mkwrites))
 			_exit(2);
-		if (upgraded < (long)(len / PAGE) - 8)
+		if (read_first && upgraded < (long)(len / PAGE) - 8)
 			_exit(3);
-		_exit(sum ? 0 : 4);
+		_exit(read_first && !sum ? 4 : 0);
 	}
 	ASSERT_EQ(0, wait_child(pid));
 	for (size_t i = 0; i < len; i += PAGE)
-		ASSERT_EQ((char)(i / PAGE + 1), buf[i]);
+		ASSERT_EQ((char)(i / PAGE + read_first), buf[i]);
 	ASSERT_EQ(0, xp_remove(self->fd, segid));
 	ASSERT_COUNTERS_AT_BASE();
 	munmap(buf, len);
+}
+
+TEST_F(xpmem, first_write_one_fault_per_window)
+{
+	writes_one_fault_per_window(_metadata, self, false);
+}
+
+TEST_F(xpmem, write_after_read_one_fault_per_window)
+{
+	writes_one_fault_per_window(_metadata, self, true);
 }
 
 /*

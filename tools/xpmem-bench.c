@@ -554,6 +554,37 @@ bad_data:
 	return 1;
 }
 
+/* One kind of first pass, timed on the attachment and on the memfd. */
+struct pass_pair {
+	double t1, t2;		/* the attachment's first and second pass, ns */
+	double d[NSTATS];	/* the module counters' change per first pass */
+	double m_t1, m_t2;	/* the memfd mapping's */
+};
+
+/*
+ * @pass on the attachment and right beside it on the memfd (their ratio
+ * is taken per repeat), the two in turn first; P_WRITE_AFTER_READ has no
+ * second pass.  0, or 1 with a message.
+ */
+static int paired_passes(const struct target *tg, enum first_pass pass,
+			 int rep, size_t fresh, size_t inner,
+			 struct pass_pair *pp)
+{
+	int again = pass != P_WRITE_AFTER_READ;
+	double dm[NSTATS];
+	int c, xp;
+
+	for (c = 0; c < 2; c++) {
+		xp = (rep + c) % 2 == 0;
+		if (passes(tg, xp, pass, fresh, inner,
+			   xp ? &pp->t1 : &pp->m_t1,
+			   !again ? NULL : xp ? &pp->t2 : &pp->m_t2,
+			   xp ? pp->d : dm))
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Everything one repeat measures, into v[metric * repeats + rep].  Below
  * 1 MiB a single pass is mostly clock and scheduling noise, so first
@@ -738,8 +769,8 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 {
 	size_t inner = size >= MIB ? 1 : MIB / size;
 	size_t fresh = inner > 64 ? 64 : inner;
-	double r1, r2, w1, w2, m_r1, m_r2, m_w1, m_w2, wr, m_wr, t0, t;
-	double dr[NSTATS], dw[NSTATS], dwr[NSTATS], dm[NSTATS];
+	struct pass_pair rd, wt, war;
+	double t0, t;
 	struct target tg = {
 		.job = job, .memfd = memfd, .kind = kind, .size = size,
 		.maplen = maplen,
@@ -778,34 +809,10 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 	 * ratio is taken per repeat), the two in turn first: reads, writes,
 	 * then writes after reads.
 	 */
-	for (c = 0; c < 2; c++) {
-		if ((rep + c) % 2 == 0) {
-			if (passes(&tg, 1, P_READ, fresh, inner, &r1, &r2, dr))
-				return 1;
-		} else if (passes(&tg, 0, P_READ, fresh, inner, &m_r1, &m_r2,
-				  dm)) {
-			return 1;
-		}
-	}
-	for (c = 0; c < 2; c++) {
-		if ((rep + c) % 2 == 0) {
-			if (passes(&tg, 1, P_WRITE, fresh, inner, &w1, &w2, dw))
-				return 1;
-		} else if (passes(&tg, 0, P_WRITE, fresh, inner, &m_w1, &m_w2,
-				  dm)) {
-			return 1;
-		}
-	}
-	for (c = 0; c < 2; c++) {
-		if ((rep + c) % 2 == 0) {
-			if (passes(&tg, 1, P_WRITE_AFTER_READ, fresh, inner, &wr,
-				   NULL, dwr))
-				return 1;
-		} else if (passes(&tg, 0, P_WRITE_AFTER_READ, fresh, inner,
-				  &m_wr, NULL, dm)) {
-			return 1;
-		}
-	}
+	if (paired_passes(&tg, P_READ, rep, fresh, inner, &rd) ||
+	    paired_passes(&tg, P_WRITE, rep, fresh, inner, &wt) ||
+	    paired_passes(&tg, P_WRITE_AFTER_READ, rep, fresh, inner, &war))
+		return 1;
 	if (xpmem_release(tg.addr.apid))
 		return afail("xpmem_release");
 
@@ -842,41 +849,41 @@ static int attacher_repeat(const struct job *job, int kind, size_t size,
 	V(M_CPY) = mibps(size, (now_ns() - t0) / inner);
 
 	V(M_ACOPY16_PVM) = V(M_ACOPY16) / V(M_PVM);
-	V(M_XR1) = mibps(size, r1);
-	V(M_XR2) = mibps(size, r2);
-	V(M_XW1) = mibps(size, w1);
-	V(M_XW2) = mibps(size, w2);
-	V(M_MR1) = mibps(size, m_r1);
-	V(M_MR2) = mibps(size, m_r2);
-	V(M_MW1) = mibps(size, m_w1);
-	V(M_MW2) = mibps(size, m_w2);
-	V(M_XWR) = mibps(size, wr);
-	V(M_MWR) = mibps(size, m_wr);
-	V(M_WR_M) = wr / m_wr;
+	V(M_XR1) = mibps(size, rd.t1);
+	V(M_XR2) = mibps(size, rd.t2);
+	V(M_XW1) = mibps(size, wt.t1);
+	V(M_XW2) = mibps(size, wt.t2);
+	V(M_MR1) = mibps(size, rd.m_t1);
+	V(M_MR2) = mibps(size, rd.m_t2);
+	V(M_MW1) = mibps(size, wt.m_t1);
+	V(M_MW2) = mibps(size, wt.m_t2);
+	V(M_XWR) = mibps(size, war.t1);
+	V(M_MWR) = mibps(size, war.m_t1);
+	V(M_WR_M) = war.t1 / war.m_t1;
 	/* ratios of times, per repeat: < 1 means the first one is faster */
 	V(M_ACOPY16_XMC2) = V(M_ACOPY16) / V(M_XMCPY2);
 	V(M_FCOPY16_XMC2) = V(M_FCOPY16) / V(M_XMCPY2);
-	V(M_XR_12) = r1 / r2;
-	V(M_XW_12) = w1 / w2;
-	V(M_MR_12) = m_r1 / m_r2;
-	V(M_MW_12) = m_w1 / m_w2;
-	V(M_R1_M) = r1 / m_r1;
-	V(M_R2_M) = r2 / m_r2;
-	V(M_W1_M) = w1 / m_w1;
-	V(M_W2_M) = w2 / m_w2;
+	V(M_XR_12) = rd.t1 / rd.t2;
+	V(M_XW_12) = wt.t1 / wt.t2;
+	V(M_MR_12) = rd.m_t1 / rd.m_t2;
+	V(M_MW_12) = wt.m_t1 / wt.m_t2;
+	V(M_R1_M) = rd.t1 / rd.m_t1;
+	V(M_R2_M) = rd.t2 / rd.m_t2;
+	V(M_W1_M) = wt.t1 / wt.m_t1;
+	V(M_W2_M) = wt.t2 / wt.m_t2;
 	/* counters: per first pass over one attachment */
-	V(M_FR1) = dr[S_FAULTS];
-	V(M_FW1) = dw[S_FAULTS];
-	V(M_FWR) = dwr[S_FAULTS];
-	V(M_FR1_MIB) = dr[S_FAULTS] * MIB / size;
-	V(M_FW1_MIB) = dw[S_FAULTS] * MIB / size;
-	V(M_PG_R1_MIB) = dr[S_PAGES] * MIB / size;
-	V(M_HUGE_R1) = dr[S_HUGE];
-	V(M_HUGE_W1) = dw[S_HUGE];
-	V(M_RETRY) = dr[S_RETRIES] + dw[S_RETRIES];
-	V(M_SEQRETRY) = dr[S_SEQ] + dw[S_SEQ];
-	V(M_WAITS) = dr[S_WAITS] + dw[S_WAITS];
-	V(M_MKWF) = dw[S_MKWF];
+	V(M_FR1) = rd.d[S_FAULTS];
+	V(M_FW1) = wt.d[S_FAULTS];
+	V(M_FWR) = war.d[S_FAULTS];
+	V(M_FR1_MIB) = rd.d[S_FAULTS] * MIB / size;
+	V(M_FW1_MIB) = wt.d[S_FAULTS] * MIB / size;
+	V(M_PG_R1_MIB) = rd.d[S_PAGES] * MIB / size;
+	V(M_HUGE_R1) = rd.d[S_HUGE];
+	V(M_HUGE_W1) = wt.d[S_HUGE];
+	V(M_RETRY) = rd.d[S_RETRIES] + wt.d[S_RETRIES];
+	V(M_SEQRETRY) = rd.d[S_SEQ] + wt.d[S_SEQ];
+	V(M_WAITS) = rd.d[S_WAITS] + wt.d[S_WAITS];
+	V(M_MKWF) = wt.d[S_MKWF];
 #undef V
 	return 0;
 }
