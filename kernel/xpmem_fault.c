@@ -284,7 +284,8 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
  */
 static void xpmem_fault_trim(struct xpmem_fault *f)
 {
-	unsigned long start = f->win.keep_start, end = f->win.keep_end;
+	unsigned long start = max(f->win.keep_start, f->range.start);
+	unsigned long end = min(f->win.keep_end, f->range.end);
 	unsigned long skip;
 
 	lockdep_assert_held(&f->att->lock);
@@ -294,6 +295,33 @@ static void xpmem_fault_trim(struct xpmem_fault *f)
 	f->off += start - f->range.start;
 	f->fidx -= skip;
 	f->pfns += skip;
+}
+
+/*
+ * hmm_range_fault() faults every page from the first one that needs it to
+ * the end of its walk, and fails the whole range if any of them fails: a
+ * page of the owner's file mapping past the end of its file (SIGBUS for
+ * the owner too), or one it cannot fault now (no memory in its cgroup, no
+ * space for a filesystem's ->page_mkwrite).  Such a neighbour must not
+ * fail the faulting page, so the window shrinks to that page alone, which
+ * then fails only for its own reasons.  The listed window stays as it is
+ * (it only makes invalidations mark or trim this fault); its keep bounds
+ * are clamped to the range at the trim.  Return: false if the window was
+ * that page already.
+ */
+static bool xpmem_fault_narrow(struct xpmem_fault *f)
+{
+	if (f->hi - f->lo == PAGE_SIZE)
+		return false;
+	f->lo += f->fidx << PAGE_SHIFT;
+	f->hi = f->lo + PAGE_SIZE;
+	f->off += f->fidx << PAGE_SHIFT;
+	f->pfns += f->fidx;
+	f->range.start += f->fidx << PAGE_SHIFT;
+	f->range.end = f->range.start + PAGE_SIZE;
+	f->range.hmm_pfns = f->pfns;
+	f->fidx = 0;
+	return true;
 }
 
 /*
@@ -359,6 +387,10 @@ static vm_fault_t xpmem_fault_lock_stable(struct xpmem_fault *f)
 		if (xpmem_fault_win_settle(&f->win))
 			return VM_FAULT_SIGBUS;		/* killed */
 		err = xpmem_fault_try(f);
+		if (err == -EFAULT && f->kind == XPMEM_FAULT_PMD)
+			return VM_FAULT_FALLBACK;	/* page by page */
+		if (err == -EFAULT && xpmem_fault_narrow(f))
+			continue;
 		if (err != -EBUSY)
 			break;
 		atomic_long_inc(&xpmem_stats.fault_seq_retries);

@@ -852,6 +852,71 @@ TEST_F(xpmem, futex_and_gup_on_shmem)
 	close(mfd);
 }
 
+/*
+ * An owner's file mapping may reach past the end of its file (mapped
+ * larger, grown later with ftruncate): its pages there raise SIGBUS, for
+ * the owner and for the attacher alike.  A fault on a page inside the file
+ * maps more than that page (a window), but a neighbour past the end, or
+ * one the owner cannot fault now, must not make it fail: the attacher
+ * reads and writes the file's pages, and gets SIGBUS only past the end.
+ * Both with and without owner page tables over the window (a first fault,
+ * and one after the owner's PTEs went).
+ */
+TEST_F(xpmem, file_mapping_past_eof_fails_only_there)
+{
+	const size_t len = 16 * PAGE;
+	xpmem_segid_t segid;
+	int mfd, round;
+	char *buf;
+
+	mfd = memfd_create("xpmem-test", MFD_CLOEXEC);
+	ASSERT_GE(mfd, 0);
+	ASSERT_EQ(0, ftruncate(mfd, 2 * PAGE));
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	for (round = 0; round < 2; round++) {
+		pid_t pid;
+
+		/* round 0: never touched; round 1: filled, PTEs dropped */
+		if (round == 1) {
+			fill(buf, 2 * PAGE, 21);
+			ASSERT_EQ(0, madvise(buf, len, MADV_DONTNEED));
+		}
+		pid = fork_child();
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			xpmem_apid_t apid;
+			char *a;
+			int fd;
+
+			if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid,
+					 &a))
+				_exit(1);
+			probe_install();
+			/* the last page of the file, then the first */
+			if (touch((uint8_t *)a + PAGE + 5, 0, 0))
+				_exit(2);
+			if (round == 1 && check(a, 2 * PAGE, 21))
+				_exit(3);
+			if (touch((uint8_t *)a + 7, 1, 'a') ||
+			    touch((uint8_t *)a + PAGE + 7, 1, 'b'))
+				_exit(4);
+			if (touch((uint8_t *)a + 2 * PAGE, 0, 0) != SIGBUS ||
+			    touch((uint8_t *)a + len - 1, 1, 'c') != SIGBUS)
+				_exit(5);
+			_exit(0);
+		}
+		ASSERT_EQ(0, wait_child(pid));
+		ASSERT_EQ('a', buf[7]);
+		ASSERT_EQ('b', buf[PAGE + 7]);
+	}
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+	close(mfd);
+}
+
 TEST_F(xpmem, private_futex_on_anon)
 {
 	struct own_att o;
