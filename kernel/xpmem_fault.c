@@ -284,8 +284,7 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
  */
 static void xpmem_fault_trim(struct xpmem_fault *f)
 {
-	unsigned long start = max(f->win.keep_start, f->range.start);
-	unsigned long end = min(f->win.keep_end, f->range.end);
+	unsigned long start = f->win.keep_start, end = f->win.keep_end;
 	unsigned long skip;
 
 	lockdep_assert_held(&f->att->lock);
@@ -304,10 +303,9 @@ static void xpmem_fault_trim(struct xpmem_fault *f)
  * the owner too), or one it cannot fault now (no memory in its cgroup, no
  * space for a filesystem's ->page_mkwrite).  Such a neighbour must not
  * fail the faulting page, so the window shrinks to that page alone, which
- * then fails only for its own reasons.  The listed window stays as it is
- * (it only makes invalidations mark or trim this fault); its keep bounds
- * are clamped to the range at the trim.  Return: false if the window was
- * that page already.
+ * then fails only for its own reasons.  The listed window shrinks with
+ * it (xpmem_fault_win_narrow()).  Not for a PMD fault, which needs its
+ * whole window.  Return: false if the window was that page already.
  */
 static bool xpmem_fault_narrow(struct xpmem_fault *f)
 {
@@ -321,6 +319,7 @@ static bool xpmem_fault_narrow(struct xpmem_fault *f)
 	f->range.end = f->range.start + PAGE_SIZE;
 	f->range.hmm_pfns = f->pfns;
 	f->fidx = 0;
+	xpmem_fault_win_narrow(&f->win, f->range.start, f->range.end);
 	return true;
 }
 

@@ -523,6 +523,7 @@ bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 struct xpmem_fault_win {
 	struct list_head node;
 	struct xpmem_mirror *m;
+	/* owner addresses; changed under att->lock (xpmem_fault_win_narrow()) */
 	unsigned long start;
 	unsigned long end;
 	/* an invalidation of [need_start, need_end) starts the fault over */
@@ -544,6 +545,8 @@ void xpmem_fault_win_begin(struct xpmem_fault_win *win,
 			   unsigned long start, unsigned long end,
 			   unsigned long need_start, unsigned long need_end);
 int xpmem_fault_win_settle(struct xpmem_fault_win *win);
+void xpmem_fault_win_narrow(struct xpmem_fault_win *win, unsigned long start,
+			    unsigned long end);
 bool xpmem_fault_win_stale(struct xpmem_fault_win *win);
 void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked);
 void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,

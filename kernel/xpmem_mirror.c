@@ -432,6 +432,31 @@ int xpmem_fault_win_settle(struct xpmem_fault_win *win)
 }
 
 /**
+ * xpmem_fault_win_narrow - the fault needs only its own page now
+ * @win: a listed window
+ * @start: owner address, its needed page
+ * @end: past it
+ *
+ * The window becomes [@start, @end), under att->lock, where invalidations
+ * read it.  That was its needed part already, so a mark an invalidation of
+ * it set stays; the pages it loses no longer concern the fault.
+ *
+ * Context: may sleep; no att->lock held.
+ */
+void xpmem_fault_win_narrow(struct xpmem_fault_win *win, unsigned long start,
+			    unsigned long end)
+{
+	struct xpmem_att *att = win->m->att;
+
+	mutex_lock(&att->lock);
+	win->start = start;
+	win->end = end;
+	win->keep_start = start;
+	win->keep_end = end;
+	mutex_unlock(&att->lock);
+}
+
+/**
  * xpmem_fault_win_stale - did an invalidation overlap the window since
  * xpmem_fault_win_settle()?
  * @win: a listed window
