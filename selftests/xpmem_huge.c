@@ -261,6 +261,39 @@ static int run(struct _test_data_huge *self, int op, size_t off, size_t len,
 #define RUN(op, off, len, seed) run(self, op, off, len, seed)
 
 /*
+ * An owner file mapping of two huge pages' size over a file of two 4 KiB
+ * pages, with no owner page tables yet: a PMD fault's window reaches past
+ * the end of the file.  The attacher still reads and writes the file's
+ * pages (the PMD fault falls back to a 4 KiB one), maps no PMD for them,
+ * and gets SIGBUS past the end, as the owner does.
+ */
+TEST_F(huge, file_past_eof_in_pmd_window)
+{
+	char *raw;
+	int mfd;
+
+	mfd = memfd_create("xpmem-huge", MFD_CLOEXEC);
+	ASSERT_GE(mfd, 0);
+	ASSERT_EQ(0, ftruncate(mfd, 2 * PAGE));
+	raw = mmap(NULL, LEN + HPAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	ASSERT_NE(MAP_FAILED, raw);
+	self->buf = (char *)(((uintptr_t)raw + HPAGE - 1) & ~(HPAGE - 1));
+	ASSERT_EQ(self->buf, mmap(self->buf, LEN, PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_FIXED, mfd, 0));
+	ASSERT_EQ(0, start(self));
+	if (self->huge)
+		ASSERT_EQ(0, RUN(C_ADDR, 0, 0, 0));
+	ASSERT_EQ(0, RUN(C_ZERO, 0, 2 * PAGE, 0));
+	ASSERT_EQ(0, RUN(C_FILL, 0, 2 * PAGE, 7));
+	ASSERT_EQ(0, check(self->buf, 2 * PAGE, 7));
+	ASSERT_EQ(SIGBUS, RUN(C_PROBE_R, 2 * PAGE, 0, 0));
+	ASSERT_EQ(SIGBUS, RUN(C_PROBE_W, HPAGE + 5, 0, 0));
+	munmap(raw, LEN + HPAGE);
+	close(mfd);
+}
+
+/*
  * A THP owner: the attach address is congruent with the owner's, reads
  * map PMDs (at most a fault per huge page, with slack for the PTE
  * fallback's window), the first write to a read-only PMD makes it
