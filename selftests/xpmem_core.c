@@ -917,6 +917,61 @@ TEST_F(xpmem, file_mapping_past_eof_fails_only_there)
 	close(mfd);
 }
 
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL	102
+#endif
+
+/*
+ * Guard pages inside an owner VMA (MADV_GUARD_INSTALL, 6.13): the owner's
+ * own access there is SIGSEGV.  A fault on a page beside one, whose window
+ * covers it, maps the page; only the guard page itself fails (SIGBUS in
+ * the attacher).  Skipped where the kernel has no guard pages.
+ */
+TEST_F(xpmem, guard_page_in_window_fails_only_there)
+{
+	const size_t len = 16 * PAGE;
+	xpmem_segid_t segid;
+	char *buf;
+	pid_t pid;
+
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	if (madvise(buf + 8 * PAGE, PAGE, MADV_GUARD_INSTALL)) {
+		munmap(buf, len);
+		SKIP(return, "no MADV_GUARD_INSTALL (%s)", strerror(errno));
+	}
+	/* owner-exclusive pages: the child would share them copy-on-write */
+	ASSERT_EQ(0, madvise(buf, len, MADV_DONTFORK));
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	pid = fork_child();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		xpmem_apid_t apid;
+		char *a;
+		int fd;
+
+		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
+			_exit(1);
+		probe_install();
+		/* never touched: each needs a fault, the guard follows */
+		if (touch((uint8_t *)a + 7 * PAGE, 0, 0) ||
+		    touch((uint8_t *)a + 6 * PAGE + 1, 1, 'g'))
+			_exit(2);
+		if (touch((uint8_t *)a + 8 * PAGE, 0, 0) != SIGBUS)
+			_exit(3);
+		if (touch((uint8_t *)a + 9 * PAGE, 1, 'h'))
+			_exit(4);
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ('g', buf[6 * PAGE + 1]);
+	ASSERT_EQ('h', buf[9 * PAGE]);
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
 TEST_F(xpmem, private_futex_on_anon)
 {
 	struct own_att o;
