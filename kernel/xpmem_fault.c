@@ -300,8 +300,9 @@ static void xpmem_fault_trim(struct xpmem_fault *f)
  * hmm_range_fault() faults every page from the first one that needs it to
  * the end of its walk, and fails the whole range if any of them fails: a
  * page of the owner's file mapping past the end of its file (SIGBUS for
- * the owner too), or one it cannot fault now (no memory in its cgroup, no
- * space for a filesystem's ->page_mkwrite).  Such a neighbour must not
+ * the owner too), a guard page (MADV_GUARD_INSTALL), or one it cannot
+ * fault now (no memory in its cgroup, no space for a filesystem's
+ * ->page_mkwrite).  Such a neighbour must not
  * fail the faulting page, so the window shrinks to that page alone, which
  * then fails only for its own reasons.  The listed window shrinks with
  * it (xpmem_fault_win_narrow()).  Not for a PMD fault, which needs its
