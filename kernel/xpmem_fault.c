@@ -302,11 +302,11 @@ static void xpmem_fault_trim(struct xpmem_fault *f)
  * page of the owner's file mapping past the end of its file (SIGBUS for
  * the owner too), a guard page (MADV_GUARD_INSTALL), or one it cannot
  * fault now (no memory in its cgroup, no space for a filesystem's
- * ->page_mkwrite).  Such a neighbour must not
- * fail the faulting page, so the window shrinks to that page alone, which
- * then fails only for its own reasons.  The listed window shrinks with
- * it (xpmem_fault_win_narrow()).  Not for a PMD fault, which needs its
- * whole window.  Return: false if the window was that page already.
+ * ->page_mkwrite).  Such a neighbour must not fail the faulting page, so
+ * the window shrinks to that page alone, which then fails only for its
+ * own reasons.  The listed window shrinks with it (xpmem_fault_win_narrow(),
+ * att->lock briefly).  Not for a PMD fault, which needs its whole window.
+ * Return: false if the window was that page already.
  */
 static bool xpmem_fault_narrow(struct xpmem_fault *f)
 {
@@ -330,7 +330,9 @@ static bool xpmem_fault_narrow(struct xpmem_fault *f)
  *
  * Return: 0 with the locks held and the window not stale; -EBUSY if an
  * invalidation marked the window; -EAGAIN if a huge PMD took the slot
- * meanwhile; -ENOMEM; or another error (SIGBUS).
+ * meanwhile; -EFAULT if the owner could not fault a page of the window
+ * (the caller narrows it, xpmem_fault_narrow()); -ENOMEM; or another
+ * error (SIGBUS).
  */
 static int xpmem_fault_try(struct xpmem_fault *f)
 {
@@ -598,15 +600,20 @@ put_file:
  * the end of its walk), the owner folios' ->dirty_folio under att->lock
  * (without direct reclaim: xpmem_head_mark_dirty()), and the zap worker
  * (mkwrite, one page); a revoked attachment only what xpmem_zero_fault()
- * says.  So nothing the owner does keeps it in an uninterruptible sleep
- * for longer than one of those bounded steps.  It maps only owner VMAs
- * that are not attachments (xpmem_vma_mirrorable()), so it never builds a
- * mirror of a mirror; the mkwrite's upgrade of its window maps nothing
- * new, it only makes writable PTEs this attachment's faults placed, each
- * still naming the owner's page at its offset.  It commits - inserts or
- * upgrades - under att->lock after checking att->dead and the window: a
- * REMOVE or RELEASE that marked the attachment dead is seen, and an
- * invalidation after the commit zaps.
+ * says.  A window with a page the owner cannot fault (past its file's
+ * end, a guard page) is resolved once more as the faulting page alone:
+ * the same waits again for one page, att->lock briefly to narrow the
+ * listed window, nothing new.  So nothing the owner does keeps it in an
+ * uninterruptible sleep for longer than one of those bounded steps.
+ * It maps only owner VMAs that are not attachments
+ * (xpmem_vma_mirrorable()), so it never builds a mirror of a mirror; the
+ * mkwrite's upgrade of its window maps nothing new, it only makes
+ * writable PTEs this attachment's faults placed, each still naming the
+ * owner's page at its offset; a narrowed window maps a part of the same
+ * owner VMA, checked the same way.  It commits - inserts or upgrades -
+ * under att->lock after checking att->dead and the window: a REMOVE or
+ * RELEASE that marked the attachment dead is seen, and an invalidation
+ * after the commit zaps.
  */
 static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 {
