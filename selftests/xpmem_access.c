@@ -714,12 +714,8 @@ TEST_F(access, rdwr_attach_of_untouched_readonly_memory_reads_zeros)
 	pid = kids_fork(&self->kids);
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		xpmem_apid_t apid;
-		char *a;
-		int fd;
+		char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
 
-		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
-			_exit(1);
 		for (i = 0; i < len; i += PAGE)
 			if (probe(a + i, 0, 0))
 				_exit(2);

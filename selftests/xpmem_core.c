@@ -127,13 +127,8 @@ TEST_F(xpmem, many_attachers)
 		pids[i] = fork_child();
 		ASSERT_GE(pids[i], 0);
 		if (pids[i] == 0) {
-			xpmem_apid_t apid;
-			char *a;
-			int fd;
+			char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
 
-			if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid,
-					 &a))
-				_exit(1);
 			memset(a + i * PAGE, 'A' + i, PAGE);
 			send_msg(ch.to_parent[1], "d", 1);
 			/* stay attached until everyone has written */
@@ -502,12 +497,8 @@ TEST_F(xpmem, owner_changes_are_mirrored)
 	pid = fork_child();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		xpmem_apid_t apid;
-		char *a;
-		int fd;
+		char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
 
-		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
-			_exit(1);
 		/* each command: expected byte of every page ('Z': zero) */
 		while (recv_msg(ch.to_child[0], &m, 1) == 0 && m != '!') {
 			r = all_bytes(a, len, m == 'Z' ? 0 : m) ? 'F' : 'K';
@@ -682,13 +673,8 @@ TEST_F(xpmem, attacher_exit_and_kill)
 
 		ASSERT_GE(pid, 0);
 		if (pid == 0) {
-			xpmem_apid_t apid;
-			char *a;
-			int fd;
+			char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
 
-			if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid,
-					 &a))
-				_exit(1);
 			a[0] = 'K';
 			send_msg(ch.to_parent[1], "a", 1);
 			if (k == 0)
@@ -886,13 +872,8 @@ TEST_F(xpmem, file_mapping_past_eof_fails_only_there)
 		pid = fork_child();
 		ASSERT_GE(pid, 0);
 		if (pid == 0) {
-			xpmem_apid_t apid;
-			char *a;
-			int fd;
+			char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
 
-			if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid,
-					 &a))
-				_exit(1);
 			probe_install();
 			/* the last page of the file, then the first */
 			if (touch((uint8_t *)a + PAGE + 5, 0, 0))
@@ -947,12 +928,8 @@ TEST_F(xpmem, guard_page_in_window_fails_only_there)
 	pid = fork_child();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		xpmem_apid_t apid;
-		char *a;
-		int fd;
+		char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
 
-		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
-			_exit(1);
 		probe_install();
 		/* never touched: each needs a fault, the guard follows */
 		if (touch((uint8_t *)a + 7 * PAGE, 0, 0) ||
@@ -1292,12 +1269,8 @@ static void cow_shared_pages_stay_read_only(struct __test_metadata *_metadata,
 	pid = fork_child();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		xpmem_apid_t apid;
-		char *a;
-		int fd;
+		char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
 
-		if (child_attach(segid, XPMEM_RDWR, 0, len, &fd, &apid, &a))
-			_exit(1);
 		/* page 0 is the owner's 'p', the others the shared 'o' */
 		if (read_first &&
 		    (a[0] != 'p' || all_bytes(a + PAGE, len - PAGE, 'o')))

@@ -611,6 +611,22 @@ static inline int child_attach(xpmem_segid_t segid, int flags, off_t off,
 }
 
 /*
+ * In a child: GET @segid with @flags and ATTACH [0, @size) of it, or
+ * _exit(1).  The descriptor and the apid stay until the child exits.
+ */
+static inline char *child_attach_or_exit(xpmem_segid_t segid, int flags,
+					 size_t size)
+{
+	xpmem_apid_t apid;
+	char *a;
+	int fd;
+
+	if (child_attach(segid, flags, 0, size, &fd, &apid, &a))
+		_exit(1);
+	return a;
+}
+
+/*
  * The test process's own anonymous buffer, exported and attached by the
  * test process itself (the owner and the attacher are the same mm).
  */
