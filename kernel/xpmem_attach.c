@@ -71,69 +71,69 @@ static void xpmem_att_unlink(struct xpmem_att *att)
 }
 
 /*
- * Drop what @att holds of its permit and ctx; count it gone.  The segment
- * stays until the notifiers are removed (it holds the owner's record of
- * invalidations they use).
+ * Drop what @att holds of its permit, segment and ctx; count it gone.
+ * What its notifiers still use - the owner's record, the mapped bitmaps,
+ * the inode - it keeps until they are removed.
  */
 static void xpmem_att_put_objects(struct xpmem_att *att)
 {
 	xpmem_att_unlink(att);
 	xpmem_permit_put(att->permit);
+	xpmem_seg_put(att->seg);
 	atomic_dec(&att->ctx->nr_atts);
 	xpmem_ctx_put(att->ctx);
 	atomic_long_dec(&xpmem_stats.attachments);
 }
 
 /*
- * Remove the notifiers and what only they use, then the segment.  Waits,
- * uninterruptibly, for an invalidation of the owner that is calling them
- * to end (mmu_interval_notifier_remove()): something the owner can
- * prolong.  The callback may still run until then; it uses nothing
- * xpmem_att_put_objects() put.
+ * Remove the notifiers, then free what only they and the zaps their
+ * invalidations listed use, and @att.  Waits, uninterruptibly, for an
+ * invalidation of the owner that is calling them to end
+ * (mmu_interval_notifier_remove()): something the owner can prolong, so
+ * only the worker of xpmem_att_free() calls it.  The
+ * callback may still run until then; it uses nothing
+ * xpmem_att_put_objects() put.  Once it returns, no zap naming @att is
+ * left: the ones listed by the invalidations in progress were done before
+ * those ended.
  */
-static void xpmem_att_unmirror(struct xpmem_att *att)
+static void xpmem_att_free_mirrored(struct xpmem_att *att)
 {
 	unsigned int i;
 
 	for (i = 0; i < att->nr_mirrors; i++)
 		if (att->mirrors[i].live)
 			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
+	xpmem_att_omm_put(att);
 	xpmem_att_mapped_destroy(att);
 	xpmem_zero_att_destroy(att);
-	xpmem_seg_put(att->seg);
-}
-
-/* Undo xpmem_att_alloc() and whatever of the setup was done. */
-static void xpmem_att_free(struct xpmem_att *att)
-{
-	xpmem_att_put_objects(att);
-	xpmem_att_unmirror(att);
-	kvfree(att);
-	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
-}
-
-/* The last of the release and its work frees @att, and may let rmmod go. */
-static void xpmem_att_drop(struct xpmem_att *att)
-{
-	if (!refcount_dec_and_test(&att->free_ref))
-		return;
+	/* before the mount that holds its superblock */
+	if (att->inode)
+		iput(att->inode);
 	kvfree(att);
 	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
 }
 
 /*
- * The worker of an attachment's end.  Waits (uninterruptibly) for the
- * owner's invalidations that are calling its notifiers; runs on its own
- * queue, holds no lock, and no callback or fault waits for it.
+ * The worker of an attachment's end: runs on its own queue, holds no
+ * lock, and nothing waits for it (an owner that keeps invalidating only
+ * delays it, and with it the freeing of @att's memory).
  */
 static void xpmem_att_unmirror_work(struct work_struct *work)
 {
-	struct xpmem_att *att = container_of(work, struct xpmem_att,
-					     free_work);
+	xpmem_att_free_mirrored(container_of(work, struct xpmem_att,
+					     free_work));
+}
 
-	xpmem_att_unmirror(att);
-	complete(&att->unmirrored);
-	xpmem_att_drop(att);
+/*
+ * The end of @att, from its release or a failed ATTACH (which undoes
+ * xpmem_att_alloc() and whatever of the setup was done this way): the
+ * objects are dropped at once, the rest is left to the worker.
+ */
+static void xpmem_att_free(struct xpmem_att *att)
+{
+	xpmem_att_put_objects(att);
+	INIT_WORK(&att->free_work, xpmem_att_unmirror_work);
+	xpmem_mirror_defer(&att->free_work);
 }
 
 static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
@@ -173,23 +173,14 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 
 /*
  * The last VMA is gone (munmap, DETACH, exit).  The objects are dropped at
- * once; the notifiers are removed by a worker, waited for killably, so an
- * owner that keeps invalidating cannot hold an attacher's munmap or exit
- * in an uninterruptible sleep (the worker finishes later).
+ * once; the notifiers are removed, and @att freed, by a worker that
+ * nothing waits for: removing a notifier waits for the owner's
+ * invalidations in progress to end, which another user's owner can
+ * prolong at will, and no path to exit or munmap may wait for that.
  */
 static int xpmem_att_release(struct inode *inode, struct file *file)
 {
-	struct xpmem_att *att = file->private_data;
-
-	xpmem_att_put_objects(att);
-	refcount_set(&att->free_ref, 2);
-	init_completion(&att->unmirrored);
-	INIT_WORK(&att->free_work, xpmem_att_unmirror_work);
-	xpmem_mirror_defer(&att->free_work);
-	/* killed: the worker finishes alone and frees @att */
-	if (wait_for_completion_killable(&att->unmirrored))
-		pr_debug("xpmem: attachment end left to its worker\n");
-	xpmem_att_drop(att);
+	xpmem_att_free(file->private_data);
 	return 0;
 }
 
@@ -491,6 +482,8 @@ static struct file *xpmem_att_file(struct xpmem_att *att)
 		ret = PTR_ERR(file);
 		goto put_module;
 	}
+	/* @att's own reference, until its notifiers are removed */
+	ihold(inode);
 	att->inode = inode;
 	file->private_data = att;
 	return file;

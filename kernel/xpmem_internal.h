@@ -30,10 +30,18 @@
  * user:   each ctx of the user.
  * ctx:    the device file, each attachment made through it.
  * seg:    MAKE until it returns, the owner ctx's list from MAKE until
- *         REMOVE (or close), each permit, each attachment.
+ *         REMOVE (or close), each permit, each attachment until its file
+ *         is released.
  * permit: GET until it returns, the getter ctx's list from GET until
- *         RELEASE (or close), each attachment.
- * att:    its pseudo file (file->private_data); freed from f_op->release.
+ *         RELEASE (or close), each attachment until its file is released.
+ * att:    its pseudo file (file->private_data), then, from f_op->release,
+ *         the worker that removes its notifiers and frees it; nothing
+ *         waits for that worker.  An invalidation that reaches a notifier
+ *         may list a zap naming the attachment: the notifier's removal
+ *         returns only after that invalidation has ended, and with it the
+ *         zap, so the attachment outlives every zap that names it.  The
+ *         zap holds its own reference on the attachment's inode.
+ * omm_ref: the segment and each attachment of it (struct xpmem_omm_ref).
  * The id and key tables hold no reference: an object is published only
  * while MAKE's or GET's own reference or its ctx list's keeps it, and
  * unpublished before that one is dropped.  Lookups run under RCU and take
@@ -265,12 +273,25 @@ struct xpmem_seg {
 	u8 auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
 	/*
 	 * The owner's record of invalidations in flight (xpmem_mirror.c):
-	 * registered by the first ATTACH, shared by every attachment of the
-	 * segment, put when the segment is freed.
+	 * registered by the first ATTACH, held by the segment and by each
+	 * of its attachments until their notifiers are removed.
 	 */
-	struct mmu_notifier *omm;
+	struct xpmem_omm_ref *omm;
 	unsigned int nr_ranges;		/* >= 1; adjacent buffers merged */
 	struct xpmem_seg_range ranges[];
+};
+
+/*
+ * One hold of the owner's record of invalidations (a plain mmu_notifier
+ * of the owner's mm, shared by all its segments through
+ * mmu_notifier_get()): made by a segment's first ATTACH, referenced by the
+ * segment and by every attachment of it until the attachment's notifiers
+ * are removed, which may be long after the segment is freed.  The last
+ * reference puts the notifier (xpmem_seg.c).
+ */
+struct xpmem_omm_ref {
+	struct mmu_notifier *mn;
+	refcount_t ref;
 };
 
 /* What EXT_MAKE and EXT_GET add to the classic commands. */
@@ -328,7 +349,11 @@ struct xpmem_att {
 	unsigned long offset;		/* segment offset at attach time */
 	unsigned long size;
 	bool writable;
-	struct inode *inode;		/* address_space of the VMAs */
+	/*
+	 * address_space of the VMAs; referenced by the attachment until its
+	 * notifiers are removed, and by each zap an invalidation lists
+	 */
+	struct inode *inode;
 	struct mutex lock;		/* the notifiers' lock */
 	struct mutex pt_lock;		/* page table population (fault.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
@@ -351,9 +376,8 @@ struct xpmem_att {
 	 */
 	struct xarray mapped;
 	struct xpmem_omm *omm;		/* the owner's invalidations */
-	/* release: the notifiers go in a worker (xpmem_attach.c) */
-	refcount_t free_ref;		/* release and its work */
-	struct completion unmirrored;
+	struct xpmem_omm_ref *omm_ref;	/* referenced: keeps @omm */
+	/* release: the notifiers are removed, and @att freed, in a worker */
 	struct work_struct free_work;
 	unsigned int first_range;	/* segment range of mirrors[0] */
 	unsigned int nr_mirrors;	/* >= 1 */
@@ -441,6 +465,7 @@ bool xpmem_seg_visible(const struct xpmem_seg *seg);
 bool xpmem_host_ids_enabled(void);
 void xpmem_seg_get(struct xpmem_seg *seg);
 void xpmem_seg_put(struct xpmem_seg *seg);
+void xpmem_omm_ref_put(struct xpmem_omm_ref *r);
 bool xpmem_seg_owner_alive(struct xpmem_seg *seg);
 struct xpmem_seg *xpmem_seg_unlink(struct xpmem_ctx *ctx,
 				   xpmem_segid_t segid);
@@ -471,7 +496,8 @@ void xpmem_revoke_sync(void);
  */
 struct xpmem_zap {		/* one part of one attachment to zap */
 	struct list_head node;
-	struct xpmem_att *att;
+	struct xpmem_att *att;		/* lives until its notifiers are gone */
+	struct inode *inode;		/* att's, referenced by the zap */
 	unsigned long offset;
 	unsigned long len;
 };
@@ -480,6 +506,8 @@ int xpmem_zap_init(void);
 void xpmem_zap_exit(void);
 bool xpmem_in_zap_worker(void);
 void xpmem_zap_run(struct list_head *zaps);
+struct xpmem_zap *xpmem_zap_list(struct xpmem_att *att, unsigned long offset,
+				 unsigned long len, gfp_t gfp);
 void xpmem_zaps_done(struct list_head *zaps);
 void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len);
@@ -503,6 +531,7 @@ void xpmem_mirror_exit(void);
 extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
 void xpmem_mirror_defer(struct work_struct *work);
 int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
+void xpmem_att_omm_put(struct xpmem_att *att);
 bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 			   unsigned long addr, unsigned long off,
 			   unsigned long len);

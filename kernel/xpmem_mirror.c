@@ -221,6 +221,33 @@ static const struct mmu_notifier_ops xpmem_omm_ops = {
 	.free_notifier = xpmem_omm_free,
 };
 
+/* The segment's hold of the owner's record, registering it if need be. */
+static struct xpmem_omm_ref *xpmem_seg_omm(struct xpmem_seg *seg,
+					   struct mm_struct *mm)
+{
+	/* pairs with the cmpxchg_release() that publishes it below */
+	struct xpmem_omm_ref *r = smp_load_acquire(&seg->omm);
+	struct mmu_notifier *mn;
+
+	if (r)
+		return r;
+	r = kmalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	if (!r)
+		return ERR_PTR(-ENOMEM);
+	mn = mmu_notifier_get(&xpmem_omm_ops, mm);
+	if (IS_ERR(mn)) {
+		kfree(r);
+		return ERR_CAST(mn);
+	}
+	r->mn = mn;
+	refcount_set(&r->ref, 1);	/* the segment's */
+	if (cmpxchg_release(&seg->omm, NULL, r)) {
+		xpmem_omm_ref_put(r);	/* another ATTACH was first */
+		r = smp_load_acquire(&seg->omm);
+	}
+	return r;
+}
+
 /**
  * xpmem_att_omm_get - the owner's record of invalidations, for @att
  * @att: a new attachment, before its notifiers are inserted
@@ -228,29 +255,35 @@ static const struct mmu_notifier_ops xpmem_omm_ops = {
  *
  * The first ATTACH of a segment registers it (mmu_notifier_get(): the
  * owner's mmap_lock for writing, and the core takes all the owner's locks
- * when the mm gets its first plain notifier); the segment keeps it until
- * it is freed, and every attachment, which holds the segment until its
- * notifiers are removed, uses it without another reference.
+ * when the mm gets its first plain notifier); the segment holds it until
+ * it is freed, and every attachment from now until its notifiers are
+ * removed (xpmem_att_omm_put()), which may be after the segment is gone.
  *
  * Return: 0 or -errno.
  */
 int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm)
 {
-	struct xpmem_seg *seg = att->seg;
-	/* pairs with the cmpxchg_release() that publishes it below */
-	struct mmu_notifier *mn = smp_load_acquire(&seg->omm);
+	struct xpmem_omm_ref *r = xpmem_seg_omm(att->seg, mm);
 
-	if (!mn) {
-		mn = mmu_notifier_get(&xpmem_omm_ops, mm);
-		if (IS_ERR(mn))
-			return PTR_ERR(mn);
-		if (cmpxchg_release(&seg->omm, NULL, mn)) {
-			mmu_notifier_put(mn);	/* another ATTACH was first */
-			mn = smp_load_acquire(&seg->omm);
-		}
-	}
-	att->omm = container_of(mn, struct xpmem_omm, mn);
+	if (IS_ERR(r))
+		return PTR_ERR(r);
+	/* the segment's hold keeps it: @att holds the segment */
+	refcount_inc(&r->ref);
+	att->omm_ref = r;
+	att->omm = container_of(r->mn, struct xpmem_omm, mn);
 	return 0;
+}
+
+/**
+ * xpmem_att_omm_put - @att no longer uses the owner's record
+ * @att: an attachment whose notifiers are removed (or were never inserted)
+ */
+void xpmem_att_omm_put(struct xpmem_att *att)
+{
+	if (att->omm_ref)
+		xpmem_omm_ref_put(att->omm_ref);
+	att->omm_ref = NULL;
+	att->omm = NULL;
 }
 
 /*
@@ -305,12 +338,9 @@ static bool xpmem_omm_defer_zap(struct xpmem_omm *omm,
 
 	if (!f)
 		return false;
-	z = kmalloc(sizeof(*z), GFP_NOWAIT | __GFP_NOWARN);
+	z = xpmem_zap_list(att, off, len, GFP_NOWAIT | __GFP_NOWARN);
 	if (!z)
 		return false;
-	z->att = att;
-	z->offset = off;
-	z->len = len;
 	spin_lock(&omm->lock);
 	list_add_tail(&z->node, &f->zaps);
 	spin_unlock(&omm->lock);

@@ -100,10 +100,27 @@ static void xpmem_seg_free(struct kref *ref)
 	xpmem_put_ipc_ns(seg->ipc_ns);
 	put_user_ns(seg->user_ns);
 	if (seg->omm)
-		mmu_notifier_put(seg->omm);
+		xpmem_omm_ref_put(seg->omm);
 	mmdrop(seg->mm);
 	atomic_long_dec(&xpmem_stats.segments);
 	kfree_rcu(seg, rcu);		/* lookups may still be looking */
+}
+
+/**
+ * xpmem_omm_ref_put - drop a hold of the owner's record of invalidations
+ * @r: the hold (struct xpmem_omm_ref)
+ *
+ * The last one puts the owner's notifier; the core frees it after an SRCU
+ * grace period, once no callback can be running.
+ *
+ * Context: any; does not sleep.
+ */
+void xpmem_omm_ref_put(struct xpmem_omm_ref *r)
+{
+	if (!refcount_dec_and_test(&r->ref))
+		return;
+	mmu_notifier_put(r->mn);
+	kfree(r);
 }
 
 /**

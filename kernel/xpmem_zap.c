@@ -10,6 +10,7 @@
  * mapped.  Called by the invalidation code (xpmem_mirror.c), the fault
  * path and the end of attachments; calls nothing of this module.
  */
+#include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
@@ -72,8 +73,7 @@ static void xpmem_zap_work(struct work_struct *work)
 	struct xpmem_zap *z;
 
 	list_for_each_entry(z, &req->zaps, node)
-		unmap_mapping_range(z->att->inode->i_mapping, z->offset,
-				    z->len, 1);
+		unmap_mapping_range(z->inode->i_mapping, z->offset, z->len, 1);
 	complete(&req->done);	/* req lives on the waiter's stack */
 }
 
@@ -101,7 +101,7 @@ void xpmem_zap_run(struct list_head *zaps)
 	struct xpmem_zap *z;
 
 	list_for_each_entry(z, zaps, node)
-		lockdep_assert_not_held(&z->att->inode->i_mapping->i_mmap_rwsem);
+		lockdep_assert_not_held(&z->inode->i_mapping->i_mmap_rwsem);
 	init_completion(&req.done);
 	INIT_LIST_HEAD(&req.zaps);
 	list_splice_init(zaps, &req.zaps);
@@ -120,13 +120,18 @@ void xpmem_zap_run(struct list_head *zaps)
  *
  * The next access faults.  Waits for the zap worker, which needs the
  * attachment's i_mmap_rwsem: the caller must not hold it (lockdep checks).
+ * The caller keeps @att and its inode alive until this returns: it is
+ * the attachment's fault, its notifier callback, or REMOVE or RELEASE
+ * while @att is on the segment's or permit's list.
  *
  * Context: may sleep; no att->lock held.
  */
 void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len)
 {
-	struct xpmem_zap z = { .att = att, .offset = offset, .len = len };
+	struct xpmem_zap z = {
+		.att = att, .inode = att->inode, .offset = offset, .len = len,
+	};
 	LIST_HEAD(zaps);
 
 	list_add(&z.node, &zaps);
@@ -308,13 +313,47 @@ void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
 	mutex_unlock(&att->lock);
 }
 
-/* Free the zaps of @zaps after they were done: their offsets are unmapped. */
+/**
+ * xpmem_zap_list - a zap of part of an attachment, for a list
+ * @att: an attachment with a VMA, so with an inode
+ * @offset: segment offset, page aligned
+ * @len: bytes
+ * @gfp: allocation flags
+ *
+ * The zap holds its own reference on the attachment's inode, dropped by
+ * xpmem_zaps_done(): the attachment's file may be released before the
+ * zap runs.  The attachment itself lives until its notifiers are removed,
+ * which waits for the invalidation that lists the zap to end.
+ *
+ * Return: the zap, or NULL without memory.
+ */
+struct xpmem_zap *xpmem_zap_list(struct xpmem_att *att, unsigned long offset,
+				 unsigned long len, gfp_t gfp)
+{
+	struct xpmem_zap *z = kmalloc(sizeof(*z), gfp);
+
+	if (!z)
+		return NULL;
+	z->att = att;
+	z->inode = att->inode;
+	ihold(z->inode);
+	z->offset = offset;
+	z->len = len;
+	return z;
+}
+
+/*
+ * Free the zaps of @zaps after they were done: their offsets are
+ * unmapped.  Drops their inode references, never the last one (the
+ * attachment holds one until its notifiers are removed).
+ */
 void xpmem_zaps_done(struct list_head *zaps)
 {
 	struct xpmem_zap *z, *tmp;
 
 	list_for_each_entry_safe(z, tmp, zaps, node) {
 		xpmem_att_mapped_forget(z->att, z->offset, z->len);
+		iput(z->inode);
 		kfree(z);
 	}
 }
