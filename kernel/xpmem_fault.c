@@ -27,6 +27,7 @@
 #include <linux/sched/signal.h>
 #include <linux/swap.h>
 #include <linux/slab.h>
+#include <linux/userfaultfd_k.h>
 
 #include "xpmem_internal.h"
 #include "compat.h"
@@ -487,6 +488,83 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 }
 
 /*
+ * The fault failed (*@ret is VM_FAULT_SIGBUS) and the owner's page is in
+ * a VMA registered with userfaultfd: missing, write-protected or minor
+ * there, it waits for the owner's handler, which hmm_range_fault() cannot
+ * do (it faults without FAULT_FLAG_ALLOW_RETRY, which userfaultfd answers
+ * with SIGBUS).  If this fault may drop the attacher's mmap_lock, fault
+ * the owner's page as an owner access would: drop the attacher's lock,
+ * then one handle_mm_fault() of that page under the owner's lock alone,
+ * which waits for the handler killably (interruptibly too for a fault
+ * from user mode) with the owner's lock dropped as well; then the access
+ * is repeated (VM_FAULT_RETRY), which maps what the handler placed.  So
+ * no mmap_lock is held while the handler runs.  ->pfn_mkwrite cannot
+ * drop the lock: it zaps the page, and the write comes back as a ->fault,
+ * which can (it never comes back here as a mkwrite for this reason, so
+ * the repeat progresses).  A fault that may not drop its lock (no
+ * FAULT_FLAG_ALLOW_RETRY) keeps SIGBUS, as userfaultfd gives it.  Not
+ * FAULT_FLAG_USER: a handler made with UFFD_USER_MODE_ONLY fails the
+ * owner's fault, as it fails every kernel access to the owner's memory.
+ *
+ * Called after xpmem_fault_resolve() with the attacher's mmap_lock and
+ * the owner's held (one lock when the owner is the attacher).
+ * Return: false with the locks as they were and *@ret as it was (or
+ * VM_FAULT_RETRY for FAULT_FLAG_RETRY_NOWAIT, VM_FAULT_NOPAGE for a
+ * mkwrite); true with the owner's lock dropped: *@ret is then
+ * VM_FAULT_RETRY with the attacher's lock dropped too, or the owner
+ * fault's error with the attacher's lock held again.
+ */
+static bool xpmem_fault_userfault(struct vm_fault *vmf,
+				  struct mm_struct *owner, bool mkwrite,
+				  vm_fault_t *ret)
+{
+	struct mm_struct *mm = vmf->vma->vm_mm;
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
+	unsigned int flags = FAULT_FLAG_ALLOW_RETRY | FAULT_FLAG_KILLABLE |
+			     FAULT_FLAG_REMOTE;
+	struct vm_area_struct *ovma;
+	unsigned long oaddr;
+	vm_fault_t oret;
+
+	if (*ret != VM_FAULT_SIGBUS || READ_ONCE(att->dead) ||
+	    fatal_signal_pending(current) || !xpmem_fault_mirror(vmf, &oaddr))
+		return false;
+	ovma = vma_lookup(owner, oaddr);
+	if (!ovma || !userfaultfd_armed(ovma) || !xpmem_vma_mirrorable(ovma) ||
+	    !(ovma->vm_flags & VM_READ) ||
+	    (write && !(ovma->vm_flags & VM_WRITE)))
+		return false;
+	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY))
+		return false;
+	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT) {
+		*ret = VM_FAULT_RETRY;
+		return false;
+	}
+	if (mkwrite) {
+		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		*ret = VM_FAULT_NOPAGE;
+		return false;
+	}
+	if (write)
+		flags |= FAULT_FLAG_WRITE;
+	if (vmf->flags & FAULT_FLAG_USER)
+		flags |= vmf->flags & FAULT_FLAG_INTERRUPTIBLE;
+	if (mm != owner)
+		mmap_read_unlock(mm);
+	oret = handle_mm_fault(ovma, oaddr & PAGE_MASK, flags, NULL);
+	if (!xpmem_fault_dropped_lock(oret))
+		mmap_read_unlock(owner);
+	*ret = VM_FAULT_RETRY;
+	if (!(oret & VM_FAULT_ERROR) || (oret & VM_FAULT_RETRY) ||
+	    mmap_read_lock_killable(mm))
+		return true;
+	/* the handler refused (UFFD_FEATURE_SIGBUS, user mode only) */
+	*ret = oret & VM_FAULT_OOM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+	return true;
+}
+
+/*
  * Take the owner's mmap_lock for reading without ever waiting for it
  * out of order (see the lock order in xpmem_internal.h).
  *
@@ -570,6 +648,8 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 
 		ret = xpmem_fault_resolve(&rvmf, owner, XPMEM_FAULT_PTE, pfns,
 					  maxpages);
+		if (xpmem_fault_userfault(&rvmf, owner, false, &ret))
+			goto put_file;
 	} else {
 		mmap_read_unlock(mm);
 	}
@@ -657,6 +737,7 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 
 	if (owner == vma->vm_mm) {
 		ret = xpmem_fault_resolve(vmf, owner, kind, pfns, maxpages);
+		xpmem_fault_userfault(vmf, owner, mkwrite, &ret);
 	} else {
 		ret = xpmem_fault_lock_owner(vmf, owner, mkwrite, &reverse);
 		if (reverse) {
@@ -664,7 +745,8 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 		} else if (!ret) {
 			ret = xpmem_fault_resolve(vmf, owner, kind, pfns,
 						  maxpages);
-			mmap_read_unlock(owner);
+			if (!xpmem_fault_userfault(vmf, owner, mkwrite, &ret))
+				mmap_read_unlock(owner);
 		}
 	}
 
