@@ -208,6 +208,7 @@ struct xpmem_fault {
 	unsigned long off;		/* segment offset of lo */
 	unsigned long fidx;		/* the faulting page's index */
 	unsigned long *pfns;		/* one entry per page of the window */
+	bool look_only;			/* owner VMA under userfaultfd */
 	struct xpmem_fault_win win;	/* listed while it resolves */
 	struct hmm_range range;
 };
@@ -262,7 +263,10 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	f->range.start = f->oaddr - (f->fidx << PAGE_SHIFT);
 	f->range.end = f->range.start + (f->hi - f->lo);
 	f->range.hmm_pfns = f->pfns;
-	f->range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
+	/* hmm faults nothing there: xpmem_fault_userfault() does */
+	f->look_only = userfaultfd_armed(ovma);
+	if (!f->look_only)
+		f->range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
 	/* the window's own sequence: see struct xpmem_fault_win */
 	f->range.notifier = &f->win.changes;
 	f->range.notifier_seq = 0;
@@ -332,8 +336,9 @@ static bool xpmem_fault_narrow(struct xpmem_fault *f)
  * Return: 0 with the locks held and the window not stale; -EBUSY if an
  * invalidation marked the window; -EAGAIN if a huge PMD took the slot
  * meanwhile; -EFAULT if the owner could not fault a page of the window
- * (the caller narrows it, xpmem_fault_narrow()); -ENOMEM; or another
- * error (SIGBUS).
+ * (the caller narrows it, xpmem_fault_narrow()), or the faulting page
+ * needs a fault in a VMA under userfaultfd (look_only); -ENOMEM; or
+ * another error (SIGBUS).
  */
 static int xpmem_fault_try(struct xpmem_fault *f)
 {
@@ -347,6 +352,9 @@ static int xpmem_fault_try(struct xpmem_fault *f)
 	err = hmm_range_fault(&f->range);
 	if (err)
 		return err;
+	if (f->look_only && (!(f->pfns[f->fidx] & HMM_PFN_VALID) ||
+			     (f->write && !(f->pfns[f->fidx] & HMM_PFN_WRITE))))
+		return -EFAULT;
 	if (f->kind == XPMEM_FAULT_PTE) {
 		err = xpmem_fault_prepare_pt(f->vmf);
 		if (err)
@@ -488,23 +496,25 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 }
 
 /*
- * The fault failed (*@ret is VM_FAULT_SIGBUS) and the owner's page is in
- * a VMA registered with userfaultfd: missing, write-protected or minor
- * there, it waits for the owner's handler, which hmm_range_fault() cannot
- * do (it faults without FAULT_FLAG_ALLOW_RETRY, which userfaultfd answers
- * with SIGBUS).  If this fault may drop the attacher's mmap_lock, fault
- * the owner's page as an owner access would: drop the attacher's lock,
- * then one handle_mm_fault() of that page under the owner's lock alone,
- * which waits for the handler killably (interruptibly too for a fault
- * from user mode) with the owner's lock dropped as well; then the access
- * is repeated (VM_FAULT_RETRY), which maps what the handler placed.  So
- * no mmap_lock is held while the handler runs.  ->pfn_mkwrite cannot
- * drop the lock: it zaps the page, and the write comes back as a ->fault,
- * which can (it never comes back here as a mkwrite for this reason, so
- * the repeat progresses).  A fault that may not drop its lock (no
- * FAULT_FLAG_ALLOW_RETRY) keeps SIGBUS, as userfaultfd gives it.  Not
- * FAULT_FLAG_USER: a handler made with UFFD_USER_MODE_ONLY fails the
- * owner's fault, as it fails every kernel access to the owner's memory.
+ * The fault failed (*@ret is VM_FAULT_SIGBUS) on an owner page in a VMA
+ * registered with userfaultfd.  A missing, write-protected or minor page
+ * there waits for the owner's handler, which hmm_range_fault() cannot do
+ * (it faults without FAULT_FLAG_ALLOW_RETRY, and userfaultfd answers such
+ * a fault with SIGBUS), so it only looks at such VMAs (look_only) and the
+ * owner's page is faulted here, as an owner access would fault it: the
+ * attacher's mmap_lock dropped, then one handle_mm_fault() of that page
+ * under the owner's lock alone, which drops that too while it waits for
+ * the handler, killably (and interruptibly for a fault from user mode).
+ * No mmap_lock is held while the handler runs.  The access is then
+ * repeated (VM_FAULT_RETRY) and maps what the handler placed.  The
+ * attacher VMA and its locks are checked again by the repeated fault.
+ * ->pfn_mkwrite cannot drop the lock: it zaps the page and the write
+ * comes back as a ->fault, which can (it never comes back here as a
+ * mkwrite, so the repeat progresses).  A fault that may not drop its lock
+ * (no FAULT_FLAG_ALLOW_RETRY) keeps SIGBUS, as userfaultfd gives it.  Not
+ * FAULT_FLAG_USER (the attacher's own fault is the user's, and the owner's
+ * is a kernel access): a handler made with UFFD_USER_MODE_ONLY fails it,
+ * as it fails every kernel access to the owner's memory.
  *
  * Called after xpmem_fault_resolve() with the attacher's mmap_lock and
  * the owner's held (one lock when the owner is the attacher).
@@ -679,12 +689,14 @@ put_file:
  * write-faults the owner's pages after it in the window: hmm faults to
  * the end of its walk), the owner folios' ->dirty_folio under att->lock
  * (without direct reclaim: xpmem_head_mark_dirty()), and the zap worker
- * (mkwrite, one page); a revoked attachment only what xpmem_zero_fault()
- * says.  A window with a page the owner cannot fault (past its file's
- * end, a guard page) is resolved once more as the faulting page alone:
- * the same waits again for one page, att->lock briefly to narrow the
- * listed window, nothing new.  So nothing the owner does keeps it in an
- * uninterruptible sleep for longer than one of those bounded steps.
+ * (mkwrite, one page); the owner's userfaultfd handler, with no
+ * mmap_lock held, killably (xpmem_fault_userfault()); a revoked
+ * attachment only what xpmem_zero_fault() says.  A window with a page
+ * the owner cannot fault (past its file's end, a guard page) is resolved
+ * once more as the faulting page alone: the same waits again for one
+ * page, att->lock briefly to narrow the listed window, nothing new.  So
+ * nothing the owner does keeps it in an uninterruptible sleep for longer
+ * than one of those bounded steps.
  * It maps only owner VMAs that are not attachments
  * (xpmem_vma_mirrorable()), so it never builds a mirror of a mirror; the
  * mkwrite's upgrade of its window maps nothing new, it only makes

@@ -1146,6 +1146,51 @@ TEST_F(xpmem, userfaultfd_missing_pages_wait_for_owner_handler)
 }
 
 /*
+ * The same with the owner attached to itself (one mm, one mmap_lock): the
+ * reading thread waits for the handler thread of its own process.
+ */
+TEST_F(xpmem, userfaultfd_missing_pages_self_attach)
+{
+	const size_t len = UFFD_PAGES * PAGE;
+	struct uffd_owner o = { .uffd = -1 };
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	const char *why;
+	pthread_t th;
+	char *a;
+	void *va;
+	int i;
+
+	o.buf = uffd_owner_buf(false);
+	ASSERT_NE(NULL, o.buf);
+	if (uffd_owner_setup(&o, &why))
+		SKIP(return, "%s (%s)", why, strerror(errno));
+	ASSERT_EQ(0, xp_make(self->fd, o.buf, len, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	ASSERT_EQ(0, xp_attach(self->fd, apid, 0, len, NULL, &va));
+	a = va;
+	ASSERT_EQ(0, pthread_create(&th, NULL, uffd_owner_serve, &o));
+	probe_install();
+	for (i = 0; i < UFFD_PAGES; i++)
+		ASSERT_EQ(0, touch((uint8_t *)a + i * PAGE, 0, 0)) {
+			TH_LOG("page %d: SIGBUS, the fault did not wait for the handler",
+			       i);
+		}
+	ASSERT_EQ(1, write(o.stop[1], "s", 1));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, o.err);
+	ASSERT_EQ(UFFD_PAGES, o.served);
+	for (i = 0; i < UFFD_PAGES; i++)
+		ASSERT_EQ(0, check(a + i * PAGE, PAGE, UFFD_SEED + i));
+	ASSERT_EQ(0, xp_detach(self->fd, a));
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	close(o.uffd);
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(o.buf, len);
+}
+
+/*
  * Write-protected owner pages (UFFDIO_REGISTER_MODE_WP): the attacher's
  * write waits for the owner's handler to lift the protection, both to a
  * page it has read (a read-only PTE made writable) and to one it has not,
