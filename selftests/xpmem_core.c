@@ -962,6 +962,7 @@ struct uffd_owner {
 	int stop[2];		/* written to end the handler */
 	char *buf;		/* UFFD_PAGES, registered */
 	bool wp;		/* serve write-protect faults, not missing pages */
+	int flags;		/* of userfaultfd(2), besides O_CLOEXEC etc. */
 	int served;		/* faults the handler resolved */
 	int err;		/* the handler's: 0 or a line number */
 };
@@ -969,9 +970,10 @@ struct uffd_owner {
 /*
  * A userfaultfd of the test process with @o->buf registered for missing
  * pages, or write-protected (@o->wp, the pages present).  Not
- * UFFD_USER_MODE_ONLY: an attacher's fault is a kernel access to the
- * owner's memory, which such a handler refuses (SIGBUS), as it refuses
- * every other.  0, or -1 with a reason where the kernel has no
+ * UFFD_USER_MODE_ONLY unless @o->flags says so: an attacher's fault is a
+ * kernel access to the owner's memory, which such a handler refuses
+ * (SIGBUS), as it refuses every other.  0, or -1 with a reason where the
+ * kernel has no
  * userfaultfd, refuses it (vm.unprivileged_userfaultfd) or lacks
  * write-protection for anonymous memory.
  */
@@ -987,7 +989,7 @@ static int uffd_owner_setup(struct uffd_owner *o, const char **why)
 	struct uffdio_writeprotect wp = { .range = reg.range,
 					  .mode = UFFDIO_WRITEPROTECT_MODE_WP };
 
-	o->uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	o->uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | o->flags);
 	*why = "no userfaultfd";
 	if (o->uffd < 0)
 		return -1;
@@ -1240,6 +1242,42 @@ TEST_F(xpmem, userfaultfd_write_protect_waits_for_owner_handler)
 	ASSERT_EQ(2, o.served);
 	ASSERT_EQ('R', o.buf[1]);
 	ASSERT_EQ('W', o.buf[3 * PAGE + 1]);
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	close(o.uffd);
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(o.buf, len);
+}
+
+/*
+ * A handler made with UFFD_USER_MODE_ONLY (what an unprivileged owner
+ * gets by default) serves only the owner's own user-mode accesses: the
+ * attacher's access, a kernel access to the owner's memory, is SIGBUS at
+ * once, without reaching the handler and without looping.
+ */
+TEST_F(xpmem, userfaultfd_user_mode_only_refuses_attacher)
+{
+	const size_t len = UFFD_PAGES * PAGE;
+	struct uffd_owner o = { .uffd = -1, .flags = UFFD_USER_MODE_ONLY };
+	struct pollfd p;
+	xpmem_segid_t segid;
+	const char *why;
+	pid_t pid;
+
+	o.buf = uffd_owner_buf(false);
+	ASSERT_NE(NULL, o.buf);
+	if (uffd_owner_setup(&o, &why))
+		SKIP(return, "%s (%s)", why, strerror(errno));
+	ASSERT_EQ(0, xp_make(self->fd, o.buf, len, 0600, &segid));
+	pid = fork_child();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
+
+		_exit(probe(a + PAGE, 0, 0) == SIGBUS ? 0 : 2);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	p = (struct pollfd){ .fd = o.uffd, .events = POLLIN };
+	ASSERT_EQ(0, poll(&p, 1, 0));
 	ASSERT_EQ(0, xp_remove(self->fd, segid));
 	close(o.uffd);
 	ASSERT_COUNTERS_AT_BASE();
