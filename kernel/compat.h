@@ -141,6 +141,21 @@ static inline struct vm_fault xpmem_vmf_again(const struct vm_fault *vmf,
 }
 
 /*
+ * Whether handle_mm_fault(), called with FAULT_FLAG_ALLOW_RETRY, returned
+ * with the mmap_lock dropped: VM_FAULT_RETRY, or VM_FAULT_COMPLETED
+ * (5.19; Kbuild: XPMEM_HAVE_VM_FAULT_COMPLETED), a fault done after the
+ * lock was dropped.
+ */
+static inline bool xpmem_fault_dropped_lock(vm_fault_t ret)
+{
+#ifdef XPMEM_HAVE_VM_FAULT_COMPLETED
+	return ret & (VM_FAULT_RETRY | VM_FAULT_COMPLETED);
+#else
+	return ret & VM_FAULT_RETRY;
+#endif
+}
+
+/*
  * memfd_secret() memory (5.14, where <linux/magic.h> has SECRETMEM_MAGIC):
  * out of the direct map, never lent to anyone.  Without it no file is.
  */

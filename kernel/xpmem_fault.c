@@ -27,6 +27,7 @@
 #include <linux/sched/signal.h>
 #include <linux/swap.h>
 #include <linux/slab.h>
+#include <linux/userfaultfd_k.h>
 
 #include "xpmem_internal.h"
 #include "compat.h"
@@ -207,6 +208,7 @@ struct xpmem_fault {
 	unsigned long off;		/* segment offset of lo */
 	unsigned long fidx;		/* the faulting page's index */
 	unsigned long *pfns;		/* one entry per page of the window */
+	bool look_only;			/* owner VMA under userfaultfd */
 	struct xpmem_fault_win win;	/* listed while it resolves */
 	struct hmm_range range;
 };
@@ -261,7 +263,10 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	f->range.start = f->oaddr - (f->fidx << PAGE_SHIFT);
 	f->range.end = f->range.start + (f->hi - f->lo);
 	f->range.hmm_pfns = f->pfns;
-	f->range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
+	/* hmm faults nothing there: xpmem_fault_userfault() does */
+	f->look_only = userfaultfd_armed(ovma);
+	if (!f->look_only)
+		f->range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
 	/* the window's own sequence: see struct xpmem_fault_win */
 	f->range.notifier = &f->win.changes;
 	f->range.notifier_seq = 0;
@@ -331,8 +336,9 @@ static bool xpmem_fault_narrow(struct xpmem_fault *f)
  * Return: 0 with the locks held and the window not stale; -EBUSY if an
  * invalidation marked the window; -EAGAIN if a huge PMD took the slot
  * meanwhile; -EFAULT if the owner could not fault a page of the window
- * (the caller narrows it, xpmem_fault_narrow()); -ENOMEM; or another
- * error (SIGBUS).
+ * (the caller narrows it, xpmem_fault_narrow()), or the faulting page
+ * needs a fault in a VMA under userfaultfd (look_only); -ENOMEM; or
+ * another error (SIGBUS).
  */
 static int xpmem_fault_try(struct xpmem_fault *f)
 {
@@ -346,6 +352,9 @@ static int xpmem_fault_try(struct xpmem_fault *f)
 	err = hmm_range_fault(&f->range);
 	if (err)
 		return err;
+	if (f->look_only && (!(f->pfns[f->fidx] & HMM_PFN_VALID) ||
+			     (f->write && !(f->pfns[f->fidx] & HMM_PFN_WRITE))))
+		return -EFAULT;
 	if (f->kind == XPMEM_FAULT_PTE) {
 		err = xpmem_fault_prepare_pt(f->vmf);
 		if (err)
@@ -487,6 +496,85 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 }
 
 /*
+ * The fault failed (*@ret is VM_FAULT_SIGBUS) on an owner page in a VMA
+ * registered with userfaultfd.  A missing, write-protected or minor page
+ * there waits for the owner's handler, which hmm_range_fault() cannot do
+ * (it faults without FAULT_FLAG_ALLOW_RETRY, and userfaultfd answers such
+ * a fault with SIGBUS), so it only looks at such VMAs (look_only) and the
+ * owner's page is faulted here, as an owner access would fault it: the
+ * attacher's mmap_lock dropped, then one handle_mm_fault() of that page
+ * under the owner's lock alone, which drops that too while it waits for
+ * the handler, killably (and interruptibly for a fault from user mode).
+ * No mmap_lock is held while the handler runs.  The access is then
+ * repeated (VM_FAULT_RETRY) and maps what the handler placed.  The
+ * attacher VMA and its locks are checked again by the repeated fault.
+ * ->pfn_mkwrite cannot drop the lock: it zaps the page and the write
+ * comes back as a ->fault, which can (it never comes back here as a
+ * mkwrite, so the repeat progresses).  A fault that may not drop its lock
+ * (no FAULT_FLAG_ALLOW_RETRY) keeps SIGBUS, as userfaultfd gives it.  Not
+ * FAULT_FLAG_USER (the attacher's own fault is the user's, and the owner's
+ * is a kernel access): a handler made with UFFD_USER_MODE_ONLY fails it,
+ * as it fails every kernel access to the owner's memory.
+ *
+ * Called after xpmem_fault_resolve() with the attacher's mmap_lock and
+ * the owner's held (one lock when the owner is the attacher).
+ * Return: false with the locks as they were and *@ret as it was (or
+ * VM_FAULT_RETRY for FAULT_FLAG_RETRY_NOWAIT, VM_FAULT_NOPAGE for a
+ * mkwrite); true with the owner's lock dropped: *@ret is then
+ * VM_FAULT_RETRY with the attacher's lock dropped too, or the owner
+ * fault's error with the attacher's lock held again.
+ */
+static bool xpmem_fault_userfault(struct vm_fault *vmf,
+				  struct mm_struct *owner, bool mkwrite,
+				  vm_fault_t *ret)
+{
+	struct mm_struct *mm = vmf->vma->vm_mm;
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
+	unsigned int flags = FAULT_FLAG_ALLOW_RETRY | FAULT_FLAG_KILLABLE |
+			     FAULT_FLAG_REMOTE;
+	struct vm_area_struct *ovma;
+	unsigned long oaddr;
+	vm_fault_t oret;
+
+	if (*ret != VM_FAULT_SIGBUS || READ_ONCE(att->dead) ||
+	    fatal_signal_pending(current) || !xpmem_fault_mirror(vmf, &oaddr))
+		return false;
+	ovma = vma_lookup(owner, oaddr);
+	if (!ovma || !userfaultfd_armed(ovma) || !xpmem_vma_mirrorable(ovma) ||
+	    !(ovma->vm_flags & VM_READ) ||
+	    (write && !(ovma->vm_flags & VM_WRITE)))
+		return false;
+	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY))
+		return false;
+	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT) {
+		*ret = VM_FAULT_RETRY;
+		return false;
+	}
+	if (mkwrite) {
+		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		*ret = VM_FAULT_NOPAGE;
+		return false;
+	}
+	if (write)
+		flags |= FAULT_FLAG_WRITE;
+	if (vmf->flags & FAULT_FLAG_USER)
+		flags |= vmf->flags & FAULT_FLAG_INTERRUPTIBLE;
+	if (mm != owner)
+		mmap_read_unlock(mm);
+	oret = handle_mm_fault(ovma, oaddr & PAGE_MASK, flags, NULL);
+	if (!xpmem_fault_dropped_lock(oret))
+		mmap_read_unlock(owner);
+	*ret = VM_FAULT_RETRY;
+	if (!(oret & VM_FAULT_ERROR) || (oret & VM_FAULT_RETRY) ||
+	    mmap_read_lock_killable(mm))
+		return true;
+	/* the handler refused (UFFD_FEATURE_SIGBUS, user mode only) */
+	*ret = oret & VM_FAULT_OOM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+	return true;
+}
+
+/*
  * Take the owner's mmap_lock for reading without ever waiting for it
  * out of order (see the lock order in xpmem_internal.h).
  *
@@ -570,6 +658,8 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 
 		ret = xpmem_fault_resolve(&rvmf, owner, XPMEM_FAULT_PTE, pfns,
 					  maxpages);
+		if (xpmem_fault_userfault(&rvmf, owner, false, &ret))
+			goto put_file;
 	} else {
 		mmap_read_unlock(mm);
 	}
@@ -599,12 +689,14 @@ put_file:
  * write-faults the owner's pages after it in the window: hmm faults to
  * the end of its walk), the owner folios' ->dirty_folio under att->lock
  * (without direct reclaim: xpmem_head_mark_dirty()), and the zap worker
- * (mkwrite, one page); a revoked attachment only what xpmem_zero_fault()
- * says.  A window with a page the owner cannot fault (past its file's
- * end, a guard page) is resolved once more as the faulting page alone:
- * the same waits again for one page, att->lock briefly to narrow the
- * listed window, nothing new.  So nothing the owner does keeps it in an
- * uninterruptible sleep for longer than one of those bounded steps.
+ * (mkwrite, one page); the owner's userfaultfd handler, with no
+ * mmap_lock held, killably (xpmem_fault_userfault()); a revoked
+ * attachment only what xpmem_zero_fault() says.  A window with a page
+ * the owner cannot fault (past its file's end, a guard page) is resolved
+ * once more as the faulting page alone: the same waits again for one
+ * page, att->lock briefly to narrow the listed window, nothing new.  So
+ * nothing the owner does keeps it in an uninterruptible sleep for longer
+ * than one of those bounded steps.
  * It maps only owner VMAs that are not attachments
  * (xpmem_vma_mirrorable()), so it never builds a mirror of a mirror; the
  * mkwrite's upgrade of its window maps nothing new, it only makes
@@ -657,6 +749,7 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 
 	if (owner == vma->vm_mm) {
 		ret = xpmem_fault_resolve(vmf, owner, kind, pfns, maxpages);
+		xpmem_fault_userfault(vmf, owner, mkwrite, &ret);
 	} else {
 		ret = xpmem_fault_lock_owner(vmf, owner, mkwrite, &reverse);
 		if (reverse) {
@@ -664,7 +757,8 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 		} else if (!ret) {
 			ret = xpmem_fault_resolve(vmf, owner, kind, pfns,
 						  maxpages);
-			mmap_read_unlock(owner);
+			if (!xpmem_fault_userfault(vmf, owner, mkwrite, &ret))
+				mmap_read_unlock(owner);
 		}
 	}
 
