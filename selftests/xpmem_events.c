@@ -10,7 +10,8 @@
  * segment ended (REMOVE, owner exit, kill -9 of the owner, the owner's
  * exit while another process holds its file), with epoll and io_uring's
  * POLL_ADD too; the record format and read's validation; many permits,
- * many events, none lost and nothing left behind.
+ * many events, none lost and nothing left behind.  The pages a revoked
+ * attachment takes writes into count in the attacher's RSS.
  */
 #define _GNU_SOURCE
 #include <liburing.h>
@@ -502,6 +503,66 @@ TEST_F(events, zero_revoked_after_remove_hides_writes)
 	ASSERT_EQ(0, xp_release(self->fd, a2));
 	ASSERT_EQ(0, xp_release(self->fd, a3));
 	munmap(buf, LEN);
+}
+
+/* VmRSS of this process in KiB (/proc/self/status), or -1. */
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[128];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* The revoked attachment of zero_revoked_pages_count_in_rss: 16 MiB. */
+#define RSS_LEN		(16UL << 20)
+#define RSS_KIB		((long)(RSS_LEN >> 10))
+
+/*
+ * The pages a revoked attachment takes writes into are the attacher's
+ * memory and count as such: a segment of a hole (no owner memory behind
+ * it), attached ZERO_REVOKED, removed and written one byte a page, grows
+ * the attacher's RSS (what the OOM killer weighs) by about its size,
+ * reads back what was written, and leaves the RSS when unmapped.
+ */
+TEST_F(events, zero_revoked_private_pages_count_in_rss)
+{
+	long before, written, after, bad = 0;
+	char *hole = map_anon(RSS_LEN), *z;
+	xpmem_segid_t segid;
+	xpmem_apid_t a;
+	size_t i;
+
+	ASSERT_NE(NULL, hole);
+	ASSERT_EQ(0, munmap(hole, RSS_LEN));
+	ASSERT_EQ(0, xp_make(self->ofd, hole, RSS_LEN, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &a));
+	z = ext_attach(self->fd, a, RSS_LEN, XPMEM_EXT_ATTACH_ZERO_REVOKED);
+	ASSERT_NE(NULL, z);
+	ASSERT_EQ(0, xp_remove(self->ofd, segid));
+	before = rss_kib();
+	ASSERT_LT(0, before);
+	for (i = 0; i < RSS_LEN; i += PAGE)
+		z[i] = (char)(i / PAGE) | 1;
+	written = rss_kib();
+	TH_LOG("VmRSS %ld kB, %ld kB after writing %ld KiB", before,
+	       written, RSS_KIB);
+	/* all of it, but for what else the process may have let go */
+	ASSERT_LE(before + RSS_KIB * 15 / 16, written);
+	for (i = 0; i < RSS_LEN; i += PAGE)
+		bad += z[i] != ((char)(i / PAGE) | 1) || z[i + 1];
+	ASSERT_EQ(0, bad);
+	ASSERT_EQ(0, munmap(z, RSS_LEN));
+	after = rss_kib();
+	ASSERT_GT(written - RSS_KIB * 15 / 16, after);
+	ASSERT_EQ(0, xp_release(self->fd, a));
 }
 
 TEST_F(events, zero_revoked_read_only_attachment_reads_zeros)
