@@ -517,19 +517,18 @@ TEST_F(limits, attachments_per_user_until_freed)
 }
 
 /*
- * In a child: a segment of a hole of 2N pages of its own, attached twice
- * with ZERO_REVOKED (*@a, *@b) and removed, so that both attachments are
- * revoked; 0 or a line number.
+ * In a child: a segment of 2N pages of its own (never touched), attached
+ * twice with ZERO_REVOKED (*@a, *@b) and removed, so that both
+ * attachments are revoked; 0 or a line number.
  */
 static int revoked_pair(char **a, char **b)
 {
 	size_t len = 2 * N * PAGE;
-	char *hole = map_anon(len);
+	char *buf = map_anon(len);
 	int fd = xp_open(), i;
 	xpmem_segid_t segid;
 
-	if (!hole || fd < 0 || munmap(hole, len) ||
-	    xp_make(fd, hole, len, 0600, &segid))
+	if (!buf || fd < 0 || xp_make(fd, buf, len, 0600, &segid))
 		return __LINE__;
 	for (i = 0; i < 2; i++) {
 		struct xpmem_ext_attach x = {
@@ -578,11 +577,17 @@ TEST_F(limits, revoked_pages_per_user_until_freed)
 	ASSERT_LE(0, alice);
 	if (alice == 0) {
 		char *a, *b;
+		int line;
 
 		close(ready[0]);
 		close(go[1]);
-		if (become(ALICE) || revoked_pair(&a, &b))
+		if (become(ALICE))
 			_exit(100);
+		line = revoked_pair(&a, &b);
+		if (line) {
+			TH_LOG("alice: revoked_pair() failed at line %d", line);
+			_exit(101);
+		}
 		probe_install();
 		if (write_pages(a, N, 'a'))
 			_exit(10);
@@ -596,9 +601,9 @@ TEST_F(limits, revoked_pages_per_user_until_freed)
 		    a[PAGE] != 'a' || write_pages(a, N, 'c'))
 			_exit(14);
 		if (put_byte(ready[1]) || wait_byte(go[0]))
-			_exit(101);
-		if (munmap(a, 2 * N * PAGE))
 			_exit(102);
+		if (munmap(a, 2 * N * PAGE))
+			_exit(103);
 		if (write_pages(b, N, 'b'))
 			_exit(15);
 		_exit(probe(b + N * PAGE, 1, 'b') == SIGBUS ? 0 : 16);
@@ -611,9 +616,15 @@ TEST_F(limits, revoked_pages_per_user_until_freed)
 	ASSERT_LE(0, bob);
 	if (bob == 0) {
 		char *a, *b;
+		int line;
 
-		if (become(BOB) || revoked_pair(&a, &b))
+		if (become(BOB))
 			_exit(100);
+		line = revoked_pair(&a, &b);
+		if (line) {
+			TH_LOG("bob: revoked_pair() failed at line %d", line);
+			_exit(101);
+		}
 		probe_install();
 		if (write_pages(a, N / 2, 'a') || write_pages(b, N / 2, 'b'))
 			_exit(10);
