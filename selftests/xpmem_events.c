@@ -528,22 +528,36 @@ static long rss_kib(void)
 #define RSS_LEN		(16UL << 20)
 #define RSS_KIB		((long)(RSS_LEN >> 10))
 
+/* Pages of @z (RSS_LEN) that do not hold what the RSS test wrote. */
+static long rss_bad_pages(const char *z)
+{
+	long bad = 0;
+	size_t i;
+
+	for (i = 0; i < RSS_LEN; i += PAGE)
+		bad += z[i] != ((char)(i / PAGE) | 1) || z[i + 1];
+	return bad;
+}
+
 /*
  * The pages a revoked attachment takes writes into are the attacher's
  * memory and count as such: a segment of a hole (no owner memory behind
  * it), attached ZERO_REVOKED, removed and written one byte a page, grows
- * the attacher's RSS (what the OOM killer weighs) by about its size,
- * reads back what was written, and leaves the RSS when unmapped.
+ * the attacher's RSS (what the OOM killer weighs) by about its size, and
+ * reads back what was written; moved by mremap(), it keeps both; it
+ * leaves the RSS as it is unmapped, half by half.
  */
 TEST_F(events, zero_revoked_private_pages_count_in_rss)
 {
-	long before, written, after, bad = 0;
-	char *hole = map_anon(RSS_LEN), *z;
+	char *hole = map_anon(2 * RSS_LEN), *z, *to;
+	long before, written, half, after;
 	xpmem_segid_t segid;
 	xpmem_apid_t a;
 	size_t i;
 
+	/* the hole, and after it where mremap() moves the attachment */
 	ASSERT_NE(NULL, hole);
+	to = hole + RSS_LEN;
 	ASSERT_EQ(0, munmap(hole, RSS_LEN));
 	ASSERT_EQ(0, xp_make(self->ofd, hole, RSS_LEN, 0600, &segid));
 	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &a));
@@ -559,10 +573,15 @@ TEST_F(events, zero_revoked_private_pages_count_in_rss)
 	       written, RSS_KIB);
 	/* all of it, but for what else the process may have let go */
 	ASSERT_LE(before + RSS_KIB * 15 / 16, written);
-	for (i = 0; i < RSS_LEN; i += PAGE)
-		bad += z[i] != ((char)(i / PAGE) | 1) || z[i + 1];
-	ASSERT_EQ(0, bad);
-	ASSERT_EQ(0, munmap(z, RSS_LEN));
+	ASSERT_EQ(0, rss_bad_pages(z));
+	z = mremap(z, RSS_LEN, RSS_LEN, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+	ASSERT_EQ(to, z);
+	ASSERT_LE(before + RSS_KIB * 15 / 16, rss_kib());
+	ASSERT_EQ(0, rss_bad_pages(z));
+	ASSERT_EQ(0, munmap(z, RSS_LEN / 2));
+	half = rss_kib();
+	ASSERT_GE(written - RSS_KIB / 2 * 15 / 16, half);
+	ASSERT_EQ(0, munmap(z + RSS_LEN / 2, RSS_LEN / 2));
 	after = rss_kib();
 	ASSERT_GT(written - RSS_KIB * 15 / 16, after);
 	ASSERT_EQ(0, xp_release(self->fd, a));
