@@ -301,6 +301,20 @@ static inline vm_fault_t xpmem_insert_mixed(struct vm_area_struct *vma,
 }
 
 /*
+ * The pages a revoked ZERO_REVOKED attachment takes writes into are
+ * mapped as ordinary pages (vm_insert_page(), xpmem_zero.c).  Until 5.11 a
+ * page allocated with __GFP_ACCOUNT carries a page type (PG_kmemcg, a
+ * macro only there) in the word that counts its mappings, and
+ * vm_insert_page() refuses it: there such a page is not charged to the
+ * memory cgroup, and counts in the RSS and the per-user limit only.
+ */
+#ifdef PG_kmemcg
+#define XPMEM_GFP_USER_PAGE	GFP_HIGHUSER
+#else
+#define XPMEM_GFP_USER_PAGE	(GFP_HIGHUSER | __GFP_ACCOUNT)
+#endif
+
+/*
  * A huge PMD of @pfn for @vmf.  pfn_t (and <linux/pfn_t.h>) went away in
  * 7.x: vmf_insert_pfn_pmd() takes the PFN itself (Kbuild looks for the
  * header: XPMEM_HAVE_PFN_T).

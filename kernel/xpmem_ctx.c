@@ -16,7 +16,8 @@
  * and charges everything made through it to that user, whichever process
  * or context ends it.  struct user_struct has no room for a module's
  * counters (and find_user() is not exported), so the module keeps its own
- * table of users, each alive while it has a context.
+ * table of users, each alive while it has a context (or an attachment
+ * with pages of its own: xpmem_zero.c).
  */
 #include <linux/cred.h>
 #include <linux/module.h>
@@ -46,6 +47,11 @@ unsigned int xpmem_max_attachments = 65536;
 module_param_named(max_attachments, xpmem_max_attachments, uint, 0644);
 MODULE_PARM_DESC(max_attachments,
 		 "Attachments per user, mapped or not yet released (ATTACH fails with ENOSPC beyond)");
+
+unsigned int xpmem_max_revoked_pages = 65536;
+module_param_named(max_revoked_pages, xpmem_max_revoked_pages, uint, 0644);
+MODULE_PARM_DESC(max_revoked_pages,
+		 "Pages per user that writes to revoked ZERO_REVOKED attachments allocate, until the attachment is freed (a write beyond gets SIGBUS)");
 
 /* Users with a context, by uid; changes under xpmem_user_lock. */
 static struct rhashtable xpmem_users;
@@ -109,7 +115,28 @@ static struct xpmem_user *xpmem_user_get(kuid_t uid)
 	return user;
 }
 
-static void xpmem_user_put(struct xpmem_user *user)
+/**
+ * xpmem_user_hold - another reference to the user of a context
+ * @ctx: a context, referenced by the caller
+ *
+ * For what is charged to the user and may outlive @ctx (the pages of an
+ * attachment, xpmem_zero.c).
+ *
+ * Return: @ctx->user, to be put with xpmem_user_put().
+ */
+struct xpmem_user *xpmem_user_hold(struct xpmem_ctx *ctx)
+{
+	refcount_inc(&ctx->user->ref);
+	return ctx->user;
+}
+
+/**
+ * xpmem_user_put - drop a user reference; the last one frees the user
+ * @user: the user, with nothing charged to it by the caller any more
+ *
+ * Context: may sleep (takes xpmem_user_lock); no lock of ours held.
+ */
+void xpmem_user_put(struct xpmem_user *user)
 {
 	if (!refcount_dec_and_mutex_lock(&user->ref, &xpmem_user_lock))
 		return;
@@ -117,13 +144,15 @@ static void xpmem_user_put(struct xpmem_user *user)
 	mutex_unlock(&xpmem_user_lock);
 	WARN_ON_ONCE(atomic_read(&user->nr_segs) ||
 		     atomic_read(&user->nr_permits) ||
+		     atomic_read(&user->nr_revoked_pages) ||
 		     !list_empty(&user->ctxs));
 	kfree_rcu(user, rcu);
 }
 
 /**
  * xpmem_user_charge - count one more object against a limit
- * @count: the user's counter (ctx->user->nr_segs or ->nr_permits)
+ * @count: the user's counter (ctx->user->nr_segs, ->nr_permits or
+ *         ->nr_revoked_pages)
  * @limit: the limit (lowering it never drops existing objects)
  *
  * Undone with atomic_dec(@count).

@@ -196,14 +196,17 @@ struct xpmem_id_table {
  * A user's objects, counted against the module's limits (xpmem_ctx.c):
  * every ctx its user opened charges its segments and permits here while
  * they are on its lists, and its attachments (ctx->nr_atts, summed over
- * user->ctxs) until they are freed.
+ * user->ctxs) until they are freed.  The pages of its revoked
+ * ZERO_REVOKED attachments count here until they are freed too; each such
+ * attachment holds a reference on the user meanwhile (xpmem_zero.c).
  */
 struct xpmem_user {
 	struct rhash_head node;		/* xpmem_users, keyed by uid */
 	kuid_t uid;			/* real uid of the openers */
-	refcount_t ref;			/* one per ctx */
+	refcount_t ref;			/* one per ctx; see above */
 	atomic_t nr_segs;		/* limit: max_segments */
 	atomic_t nr_permits;		/* limit: max_permits */
+	atomic_t nr_revoked_pages;	/* limit: max_revoked_pages */
 	struct mutex lock;		/* ctxs; ATTACH's charge */
 	struct list_head ctxs;		/* xpmem_ctx.user_node */
 	struct rcu_head rcu;
@@ -360,6 +363,7 @@ struct xpmem_att {
 	bool dead;			/* under lock: revoked (SIGBUS) */
 	bool zero_revoked;		/* revoked: zeros, not SIGBUS */
 	struct xarray zero_pages;	/* its private pages once revoked */
+	struct xpmem_user *zero_user;	/* charged for them (referenced) */
 	/* under lock: windows of faults in progress (xpmem_mirror.c) */
 	struct list_head faults;
 	/* under lock: owner pages a write fault found writable */
@@ -426,10 +430,13 @@ extern struct mutex xpmem_obj_lock;
 extern unsigned int xpmem_max_segments;
 extern unsigned int xpmem_max_permits;
 extern unsigned int xpmem_max_attachments;
+extern unsigned int xpmem_max_revoked_pages;
 int xpmem_ctx_init(void);
 void xpmem_ctx_exit(void);
 bool xpmem_user_charge(atomic_t *count, unsigned int limit);
 bool xpmem_charge(atomic_t *count, unsigned int limit);	/* ATTACH's */
+struct xpmem_user *xpmem_user_hold(struct xpmem_ctx *ctx);
+void xpmem_user_put(struct xpmem_user *user);
 struct xpmem_ctx *xpmem_ctx_alloc(void);
 void xpmem_ctx_get(struct xpmem_ctx *ctx);
 void xpmem_ctx_put(struct xpmem_ctx *ctx);

@@ -10,12 +10,16 @@
  * segment ended (REMOVE, owner exit, kill -9 of the owner, the owner's
  * exit while another process holds its file), with epoll and io_uring's
  * POLL_ADD too; the record format and read's validation; many permits,
- * many events, none lost and nothing left behind.
+ * many events, none lost and nothing left behind.  The pages a revoked
+ * attachment takes writes into count in the attacher's RSS.
  */
 #define _GNU_SOURCE
 #include <liburing.h>
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include "kselftest_harness.h"
 #include "xpmem_test.h"
@@ -502,6 +506,216 @@ TEST_F(events, zero_revoked_after_remove_hides_writes)
 	ASSERT_EQ(0, xp_release(self->fd, a2));
 	ASSERT_EQ(0, xp_release(self->fd, a3));
 	munmap(buf, LEN);
+}
+
+/* VmRSS of this process in KiB (/proc/self/status), or -1. */
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[128];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* The revoked attachment of zero_revoked_pages_count_in_rss: 16 MiB. */
+#define RSS_LEN		(16UL << 20)
+#define RSS_KIB		((long)(RSS_LEN >> 10))
+
+/* Pages of @z (RSS_LEN) that do not hold what the RSS test wrote. */
+static long rss_bad_pages(const char *z)
+{
+	long bad = 0;
+	size_t i;
+
+	for (i = 0; i < RSS_LEN; i += PAGE)
+		bad += z[i] != ((char)(i / PAGE) | 1) || z[i + 1];
+	return bad;
+}
+
+/*
+ * The pages a revoked attachment takes writes into are the attacher's
+ * memory and count as such: a segment of a hole (no owner memory behind
+ * it), attached ZERO_REVOKED, removed and written one byte a page, grows
+ * the attacher's RSS (what the OOM killer weighs) by about its size, and
+ * reads back what was written; moved by mremap(), it keeps both; it
+ * leaves the RSS as it is unmapped, half by half.
+ */
+TEST_F(events, zero_revoked_private_pages_count_in_rss)
+{
+	char *hole = map_anon(2 * RSS_LEN), *z, *to;
+	long before, written, half, after;
+	xpmem_segid_t segid;
+	xpmem_apid_t a;
+	size_t i;
+
+	/* the hole, and after it where mremap() moves the attachment */
+	ASSERT_NE(NULL, hole);
+	to = hole + RSS_LEN;
+	ASSERT_EQ(0, munmap(hole, RSS_LEN));
+	ASSERT_EQ(0, xp_make(self->ofd, hole, RSS_LEN, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &a));
+	z = ext_attach(self->fd, a, RSS_LEN, XPMEM_EXT_ATTACH_ZERO_REVOKED);
+	ASSERT_NE(NULL, z);
+	ASSERT_EQ(0, xp_remove(self->ofd, segid));
+	before = rss_kib();
+	ASSERT_LT(0, before);
+	for (i = 0; i < RSS_LEN; i += PAGE)
+		z[i] = (char)(i / PAGE) | 1;
+	written = rss_kib();
+	TH_LOG("VmRSS %ld kB, %ld kB after writing %ld KiB", before,
+	       written, RSS_KIB);
+	/* all of it, but for what else the process may have let go */
+	ASSERT_LE(before + RSS_KIB * 15 / 16, written);
+	ASSERT_EQ(0, rss_bad_pages(z));
+	z = mremap(z, RSS_LEN, RSS_LEN, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+	ASSERT_EQ(to, z);
+	ASSERT_LE(before + RSS_KIB * 15 / 16, rss_kib());
+	ASSERT_EQ(0, rss_bad_pages(z));
+	ASSERT_EQ(0, munmap(z, RSS_LEN / 2));
+	half = rss_kib();
+	ASSERT_GE(written - RSS_KIB / 2 * 15 / 16, half);
+	ASSERT_EQ(0, munmap(z + RSS_LEN / 2, RSS_LEN / 2));
+	after = rss_kib();
+	ASSERT_GT(written - RSS_KIB * 15 / 16, after);
+	ASSERT_EQ(0, xp_release(self->fd, a));
+}
+
+/* The number in file @dir/@name, or -1. */
+static long read_long_at(const char *dir, const char *name)
+{
+	char path[PATH_MAX], buf[32] = "";
+	long v = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (read(fd, buf, sizeof(buf) - 1) > 0)
+		v = strtol(buf, NULL, 10);
+	close(fd);
+	return v;
+}
+
+/* Write @val to file @dir/@name; 0 or -1. */
+static int write_at(const char *dir, const char *name, const char *val)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* Whether the running kernel is at least @major.@minor. */
+static int kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return 0;
+	return ma > major || (ma == major && mi >= minor);
+}
+
+/*
+ * In a child that is alone in its memory cgroup @cg: a revoked
+ * ZERO_REVOKED attachment of RSS_LEN written one byte a page grows the
+ * cgroup's memory.current by about RSS_LEN; 0 or a line number.
+ */
+static int revoked_writes_in_memcg(const char *cg)
+{
+	char *buf = map_anon(RSS_LEN), *z, pid[16];
+	int fd = xp_open(), ofd = xp_open();
+	long before, written;
+	xpmem_segid_t segid;
+	xpmem_apid_t a;
+	size_t i;
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (write_at(cg, "cgroup.procs", pid))
+		return __LINE__;
+	if (!buf || fd < 0 || ofd < 0 ||
+	    xp_make(ofd, buf, RSS_LEN, 0600, &segid) ||
+	    xp_get(fd, segid, XPMEM_RDWR, &a))
+		return __LINE__;
+	z = ext_attach(fd, a, RSS_LEN, XPMEM_EXT_ATTACH_ZERO_REVOKED);
+	if (!z || xp_remove(ofd, segid))
+		return __LINE__;
+	before = read_long_at(cg, "memory.current");
+	for (i = 0; i < RSS_LEN; i += PAGE)
+		z[i] = 1;
+	written = read_long_at(cg, "memory.current");
+	if (before < 0 || written < before + (long)RSS_LEN / 16 * 15) {
+		fprintf(stderr, "# memory.current %ld, %ld after the writes\n",
+			before, written);
+		return __LINE__;
+	}
+	return 0;
+}
+
+/*
+ * ... and to its memory cgroup (from 5.11 on: before, a page charged to a
+ * cgroup cannot be mapped into a process): the same writes from a process
+ * alone in a cgroup of its own grow the cgroup's memory.current by about
+ * as much.  Mounts cgroup2 where the rig has not.
+ */
+TEST_F(events, zero_revoked_private_pages_charge_the_memcg)
+{
+	char top[] = "/tmp/xpmem-cg.XXXXXX", cg[PATH_MAX];
+	const char *root = "/sys/fs/cgroup";
+	int mounted = 0;
+	pid_t pid;
+
+	if (!kernel_at_least(5, 11))
+		SKIP(return, "pages mapped into a process are charged from 5.11");
+	if (read_long_at(root, "cgroup.procs") < 0) {
+		ASSERT_NE(NULL, mkdtemp(top));
+		if (mount("cgroup2", top, "cgroup2", 0, NULL)) {
+			rmdir(top);
+			SKIP(return, "no cgroup2 (%s)", strerror(errno));
+		}
+		root = top;
+		mounted = 1;
+	}
+	snprintf(cg, sizeof(cg), "%s/xpmem-zero-%d", root, getpid());
+	if (write_at(root, "cgroup.subtree_control", "+memory") ||
+	    mkdir(cg, 0755)) {
+		if (mounted) {
+			umount(top);
+			rmdir(top);
+		}
+		SKIP(return, "no memory controller to use (%s)",
+		     strerror(errno));
+	}
+	pid = kids_fork(&self->kids);
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int line = revoked_writes_in_memcg(cg);
+
+		if (line)
+			fprintf(stderr, "# failed at line %d\n", line);
+		_exit(!!line);
+	}
+	EXPECT_EQ(0, wait_child(pid));
+	EXPECT_EQ(0, rmdir(cg));
+	if (mounted) {
+		EXPECT_EQ(0, umount(top));
+		EXPECT_EQ(0, rmdir(top));
+	}
 }
 
 TEST_F(events, zero_revoked_read_only_attachment_reads_zeros)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xpmem_limits - the object limits are per user, objects are referenced
+ * xpmem_limits - the object limits are per user, and so is the limit on
+ * the pages of revoked ZERO_REVOKED attachments; objects are referenced
  * before they are published, and the id and key tables hold many objects.
  *
  * Runs as root inside the test VM with the module loaded (skips without
@@ -42,6 +43,12 @@ enum { LIM_SEGMENTS, LIM_PERMITS, LIM_ATTACHMENTS, NR_LIMITS };
 static const char *const limit_names[NR_LIMITS] = {
 	"max_segments", "max_permits", "max_attachments",
 };
+
+/*
+ * Pages that writes to a user's revoked ZERO_REVOKED attachments allocate
+ * (not an object count: saved and restored apart from the others).
+ */
+#define REVOKED_PAGES	"max_revoked_pages"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -164,6 +171,7 @@ FIXTURE(limits)
 	int fd;
 	long segs, permits, atts;
 	long saved[NR_LIMITS];
+	long saved_revoked;		/* max_revoked_pages, -1: none */
 	pid_t pid;			/* the test process */
 	pid_t kids[MAX_KIDS];
 	int nkids;
@@ -186,6 +194,7 @@ FIXTURE_SETUP(limits)
 	self->pid = getpid();
 	for (i = 0; i < NR_LIMITS; i++)
 		self->saved[i] = -1;
+	self->saved_revoked = -1;
 	XP_FIXTURE_OPEN();
 	for (i = 0; i < NR_LIMITS; i++) {
 		self->saved[i] = param_read(limit_names[i]);
@@ -196,6 +205,8 @@ FIXTURE_SETUP(limits)
 	for (i = 0; i < NR_LIMITS; i++)
 		if (self->saved[i] != DEFAULT_LIMIT)
 			ASSERT_EQ(0, param_write(limit_names[i], DEFAULT_LIMIT));
+	/* only its own test needs it (and fails without it) */
+	self->saved_revoked = param_read(REVOKED_PAGES);
 }
 
 /*
@@ -221,6 +232,9 @@ FIXTURE_TEARDOWN_PARENT(limits)
 		if (self->saved[i] >= 0 &&
 		    param_read(limit_names[i]) != self->saved[i])
 			param_write(limit_names[i], self->saved[i]);
+	if (self->saved_revoked >= 0 &&
+	    param_read(REVOKED_PAGES) != self->saved_revoked)
+		param_write(REVOKED_PAGES, self->saved_revoked);
 }
 
 #define SET_LIMIT(i, v) do {						\
@@ -500,6 +514,128 @@ TEST_F(limits, attachments_per_user_until_freed)
 	ASSERT_EQ(0, xp_remove(self->fd, segid));
 	ASSERT_COUNTERS_AT_BASE();
 	munmap(buf, PAGE);
+}
+
+/*
+ * In a child: a segment of 2N pages of its own (never touched), attached
+ * twice with ZERO_REVOKED (*@a, *@b) and removed, so that both
+ * attachments are revoked; 0 or a line number.
+ */
+static int revoked_pair(char **a, char **b)
+{
+	size_t len = 2 * N * PAGE;
+	char *buf = map_anon(len);
+	int fd = xp_open(), i;
+	xpmem_segid_t segid;
+
+	if (!buf || fd < 0 || xp_make(fd, buf, len, 0600, &segid))
+		return __LINE__;
+	for (i = 0; i < 2; i++) {
+		struct xpmem_ext_attach x = {
+			.size = len, .flags = XPMEM_EXT_ATTACH_ZERO_REVOKED,
+		};
+
+		if (xp_get(fd, segid, XPMEM_RDWR, &x.apid) ||
+		    xp_ioctl(fd, XPMEM_CMD_EXT_ATTACH, &x))
+			return __LINE__;
+		*(i ? b : a) = (char *)(uintptr_t)x.vaddr;
+	}
+	return xp_remove(fd, segid) ? __LINE__ : 0;
+}
+
+/* In a child: each of @n pages from @p written (@v) without a signal. */
+static int write_pages(char *p, int n, char v)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (probe(p + i * PAGE, 1, v))
+			return -1;
+	return 0;
+}
+
+/*
+ * max_revoked_pages counts the pages that writes to a user's revoked
+ * ZERO_REVOKED attachments allocate, across its attachments, until the
+ * attachment is freed: with the limit at N, alice's write that needs an
+ * (N+1)th page is SIGBUS, in her other attachment too, while reads still
+ * see zeros and pages she has (also after MADV_DONTNEED) cost nothing
+ * more; bob, meanwhile, has N of his own; alice's munmap of the first
+ * attachment gives its pages back.
+ */
+TEST_F(limits, revoked_pages_per_user_until_freed)
+{
+	int ready[2], go[2];
+	pid_t alice, bob;
+
+	ASSERT_LE(0, self->saved_revoked) TH_LOG("no " REVOKED_PAGES);
+	ASSERT_EQ(0, param_write(REVOKED_PAGES, N));
+	ASSERT_EQ(N, param_read(REVOKED_PAGES));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	alice = fork_tracked(self);
+	ASSERT_LE(0, alice);
+	if (alice == 0) {
+		char *a, *b;
+		int line;
+
+		close(ready[0]);
+		close(go[1]);
+		if (become(ALICE))
+			_exit(100);
+		line = revoked_pair(&a, &b);
+		if (line) {
+			TH_LOG("alice: revoked_pair() failed at line %d", line);
+			_exit(101);
+		}
+		probe_install();
+		if (write_pages(a, N, 'a'))
+			_exit(10);
+		if (probe(a + N * PAGE, 1, 'a') != SIGBUS)
+			_exit(11);
+		if (probe(a + N * PAGE, 0, 0) || a[N * PAGE])
+			_exit(12);
+		if (probe(b, 1, 'b') != SIGBUS)
+			_exit(13);
+		if (madvise(a, 2 * N * PAGE, MADV_DONTNEED) ||
+		    a[PAGE] != 'a' || write_pages(a, N, 'c'))
+			_exit(14);
+		if (put_byte(ready[1]) || wait_byte(go[0]))
+			_exit(102);
+		if (munmap(a, 2 * N * PAGE))
+			_exit(103);
+		if (write_pages(b, N, 'b'))
+			_exit(15);
+		_exit(probe(b + N * PAGE, 1, 'b') == SIGBUS ? 0 : 16);
+	}
+	close(ready[1]);
+	close(go[0]);
+	if (wait_byte(ready[0]))	/* alice failed: say where */
+		ASSERT_EQ(0, wait_child(alice));
+	bob = fork_tracked(self);
+	ASSERT_LE(0, bob);
+	if (bob == 0) {
+		char *a, *b;
+		int line;
+
+		if (become(BOB))
+			_exit(100);
+		line = revoked_pair(&a, &b);
+		if (line) {
+			TH_LOG("bob: revoked_pair() failed at line %d", line);
+			_exit(101);
+		}
+		probe_install();
+		if (write_pages(a, N / 2, 'a') || write_pages(b, N / 2, 'b'))
+			_exit(10);
+		_exit(probe(b + N / 2 * PAGE, 1, 'b') == SIGBUS ? 0 : 11);
+	}
+	ASSERT_EQ(0, wait_child(bob));
+	ASSERT_EQ(0, put_byte(go[1]));
+	ASSERT_EQ(0, wait_child(alice));
+	close(ready[0]);
+	close(go[1]);
+	ASSERT_COUNTERS_AT_BASE();
 }
 
 /*
