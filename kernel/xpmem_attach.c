@@ -71,12 +71,14 @@ static void xpmem_att_unlink(struct xpmem_att *att)
 }
 
 /*
- * Drop what @att holds of its permit, segment and ctx; count it gone.
- * What its notifiers still use - the owner's record, the mapped bitmaps,
- * the inode - it keeps until they are removed.
+ * Drop what @att holds of its permit, segment and ctx, and its own pages
+ * (no VMA maps them any more); count it gone.  What its notifiers still
+ * use - the owner's record, the mapped bitmaps, the inode - it keeps
+ * until they are removed.
  */
 static void xpmem_att_put_objects(struct xpmem_att *att)
 {
+	xpmem_zero_att_destroy(att);
 	xpmem_att_unlink(att);
 	xpmem_permit_put(att->permit);
 	xpmem_seg_put(att->seg);
@@ -105,7 +107,6 @@ static void xpmem_att_free_mirrored(struct xpmem_att *att)
 			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
 	xpmem_att_omm_put(att);
 	xpmem_att_mapped_destroy(att);
-	xpmem_zero_att_destroy(att);
 	/* before the mount that holds its superblock */
 	if (att->inode)
 		iput(att->inode);
