@@ -59,6 +59,15 @@ static unsigned long xpmem_match_run(struct mm_struct *mm, unsigned long from,
 }
 
 /*
+ * Unmaps of the rest of an attachment that failed for want of memory
+ * before its first piece was gone: tried again this many times.  An
+ * allocation that may sleep fails only under fault injection (or for a
+ * task the OOM killer chose, which a fatal signal ends anyway); the bound
+ * keeps an injection that fails every allocation from spinning here.
+ */
+#define XPMEM_UNMAP_TRIES	32
+
+/*
  * munmap every VMA of the current mm that maps an attachment matching
  * @att (if non-NULL) or belonging to @permit, a run of adjacent ones at a
  * time: one munmap unmaps all of a run or, when it cannot allocate what
@@ -67,13 +76,14 @@ static unsigned long xpmem_match_run(struct mm_struct *mm, unsigned long from,
  * of VMAs.  The caller keeps @att alive (a file reference).
  *
  * Unless @must, the walk ends with the error of its first munmap, which
- * unmapped nothing.  Once something is unmapped (from the start with
- * @must), the rest must go too: a munmap that found no memory is tried
- * again until it succeeds, or until a fatal signal (the rest then goes at
- * exit).  Other errors (a sealed VMA) end the walk.
+ * unmapped nothing.  Once a run is unmapped (from the start with @must),
+ * the rest must go too: a munmap that found no memory is tried again, up
+ * to XPMEM_UNMAP_TRIES times.  A fatal signal ends the walk (the rest goes
+ * at exit).
  *
- * Return: 0 (with @must, or once a run is unmapped), or the first
- * munmap's error: nothing was unmapped.
+ * Return: 0 when everything is unmapped, else the error of the munmap
+ * that stopped the walk (-EINTR for a fatal signal); without @must,
+ * -ENOMEM from the first munmap means that nothing was unmapped.
  */
 static int xpmem_unmap_matching(struct xpmem_att *att,
 				struct xpmem_permit *permit, bool must)
@@ -81,6 +91,7 @@ static int xpmem_unmap_matching(struct xpmem_att *att,
 	struct xpmem_unmap_what what = { .att = att, .permit = permit };
 	struct mm_struct *mm = current->mm;
 	unsigned long next = 0, start = 0, len;
+	unsigned int tries = 0;
 	int ret;
 
 	if (!mm)
@@ -93,16 +104,17 @@ static int xpmem_unmap_matching(struct xpmem_att *att,
 		if (!len)
 			return 0;
 		ret = vm_munmap(start, len);
-		if (ret && !must)
-			return ret;
-		if (ret && ret != -ENOMEM)
-			return 0;
-		if (!ret)
+		if (!ret) {
 			next = start + len;
-		must = true;	/* all of it goes now */
+			must = true;	/* all of it goes now */
+			tries = 0;
+		} else if (!must || ret != -ENOMEM ||
+			   ++tries >= XPMEM_UNMAP_TRIES) {
+			return ret;
+		}
 		cond_resched();
 	}
-	return must ? 0 : -EINTR;
+	return -EINTR;
 }
 
 /**
@@ -111,15 +123,18 @@ static int xpmem_unmap_matching(struct xpmem_att *att,
  * @vaddr: any address inside the attachment
  *
  * Every VMA of that attachment is unmapped (split and mremapped pieces
- * too), or none: a DETACH that fails leaves the attachment whole (pieces
- * mremapped apart are unmapped one after the other; once the first is
- * gone the others follow, xpmem_unmap_matching()).  The mmap_lock is
- * dropped before munmap, as for any munmap(2): a thread of the same
- * process that replaces the attachment in that window loses its new
- * mapping, exactly as with a racing munmap(2).
+ * too), or none: a DETACH that fails leaves the attachment whole.  Only
+ * pieces mremapped apart are unmapped one after the other: once the first
+ * is gone the others follow, retried while memory is short
+ * (xpmem_unmap_matching()), and only if that keeps failing does DETACH
+ * fail with those still mapped.  The mmap_lock is dropped before munmap,
+ * as for any munmap(2): a thread of the same process that replaces the
+ * attachment in that window loses its new mapping, exactly as with a
+ * racing munmap(2).
  *
  * Return: 0, -EINVAL if @vaddr is not inside an attachment, or the error
- * of munmap (-ENOMEM, -EINTR for a fatal signal): nothing was unmapped.
+ * of munmap (-ENOMEM: nothing was unmapped, but for pieces apart as said
+ * above; -EINTR for a fatal signal).
  */
 int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
 {
@@ -160,7 +175,7 @@ int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
  * For an ATTACH that fails after mapping (its result could not be copied
  * out): every VMA of that attachment goes, wherever other threads may
  * have moved it meanwhile, and nothing else, whatever they mapped at its
- * address since.  Retried until done (xpmem_unmap_matching()).
+ * address since (retried while memory is short: xpmem_unmap_matching()).
  */
 void xpmem_detach_undo(struct file *file)
 {
