@@ -11,6 +11,7 @@
  * core and copies the result out; a result that cannot be copied out is
  * undone so nothing is left behind that the caller cannot name.
  */
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>

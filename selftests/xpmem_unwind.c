@@ -424,26 +424,29 @@ FIXTURE_TEARDOWN(attach)
 /*
  * After a failed ATTACH with FIXED at @dst: whatever was there is still
  * there with its contents, or (mmap's own ENOMEM only) nothing is.  The
- * range is made the DST_SEED mapping again for the next call.  Returns 0
- * or a line number.
+ * range is made the DST_SEED mapping again for the next call.  Returns
+ * NULL, or what is wrong.
  */
-static int dst_after_failure(char *dst, long err)
+static const char *dst_after_failure(char *dst, long err)
 {
 	size_t xp, other;
 
 	if (maps_scan((uintptr_t)dst, NPAGES * PAGE, &xp, &other) < 0)
-		return __LINE__;
+		return "cannot read /proc/self/maps";
 	if (xp)
-		return __LINE__;
+		return "an attachment is mapped there";
 	if (other == NPAGES * PAGE)
-		return check(dst, NPAGES * PAGE, DST_SEED) ? __LINE__ : 0;
-	if (other || err != -ENOMEM)
-		return __LINE__;
+		return check(dst, NPAGES * PAGE, DST_SEED) ?
+		       "the old mapping holds other data" : NULL;
+	if (other)
+		return "part of the old mapping is gone";
+	if (err != -ENOMEM)
+		return "the old mapping is gone (unmapped)";
 	if (mmap(dst, NPAGES * PAGE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != dst)
-		return __LINE__;
+		return "cannot map it again";
 	fill(dst, NPAGES * PAGE, DST_SEED);
-	return 0;
+	return NULL;
 }
 
 /* A segment of the owner's buffer and an RDWR permit of it. */
@@ -538,9 +541,10 @@ TEST_F_TIMEOUT(attach, fails_whole, 900)
 	unsigned int n;
 	uint64_t want;
 	size_t xp, other;
-	int mode, line;
+	const char *why;
 	bool hit;
 	void *arg;
+	int mode;
 	char *a;
 
 	if (!nth_ready(u))
@@ -570,8 +574,8 @@ TEST_F_TIMEOUT(attach, fails_whole, 900)
 				ASSERT_EQ(0, xp_detach(u->fd, a));
 				/* MAP_FIXED replaced it: a new one */
 				if (variant->fixed)
-					ASSERT_EQ(0, dst_after_failure(u->dst,
-								       -ENOMEM));
+					ASSERT_EQ(NULL, dst_after_failure(u->dst,
+									  -ENOMEM));
 			} else {
 				fails++;
 				enomem += r == -ENOMEM;
@@ -584,11 +588,11 @@ TEST_F_TIMEOUT(attach, fails_whole, 900)
 					       mode_names[mode], n, -r);
 				ASSERT_SNAP_BACK(&before, "failed ATTACH", n);
 				if (variant->fixed) {
-					line = dst_after_failure(u->dst, r);
-					ASSERT_EQ(0, line)
-						TH_LOG("%s, N = %u (errno %ld): the mapping under the FIXED address was changed (check at line %d)",
+					why = dst_after_failure(u->dst, r);
+					ASSERT_EQ(NULL, why)
+						TH_LOG("%s, N = %u (errno %ld), under the FIXED address: %s",
 						       mode_names[mode], n, -r,
-						       line);
+						       why);
 					ASSERT_EQ(-EINVAL,
 						  xp_detach(u->fd, u->dst));
 				}
@@ -620,8 +624,8 @@ TEST_F(attach, result_unwritable)
 	xpmem_apid_t apid;
 	struct att_call c;
 	struct snap before;
+	const char *why;
 	void *arg;
-	int line;
 
 	ASSERT_EQ(0, seg_permit(u->fd, u->src, &segid, &apid));
 	snap_take(&before);
@@ -631,10 +635,9 @@ TEST_F(attach, result_unwritable)
 	ASSERT_EQ(-EFAULT, xp_ioctl(u->fd, c.cmd, arg));
 	ASSERT_SNAP_BACK(&before, "ATTACH with a read-only argument", 0);
 	if (variant->fixed) {
-		line = dst_after_failure(u->dst, -EFAULT);
-		ASSERT_EQ(0, line)
-			TH_LOG("the mapping under the FIXED address was changed (check at line %d)",
-			       line);
+		why = dst_after_failure(u->dst, -EFAULT);
+		ASSERT_EQ(NULL, why)
+			TH_LOG("EFAULT, under the FIXED address: %s", why);
 		ASSERT_EQ(-EINVAL, xp_detach(u->fd, u->dst));
 	}
 	munmap(arg, PAGE);
