@@ -59,8 +59,8 @@ static unsigned long xpmem_match_run(struct mm_struct *mm, unsigned long from,
 }
 
 /*
- * Unmaps of the rest of an attachment that failed for want of memory
- * before its first piece was gone: tried again this many times.  An
+ * Once a piece of an attachment is gone, an unmap of the rest that fails
+ * for want of memory is tried again, at most this many times.  An
  * allocation that may sleep fails only under fault injection (or for a
  * task the OOM killer chose, which a fatal signal ends anyway); the bound
  * keeps an injection that fails every allocation from spinning here.
