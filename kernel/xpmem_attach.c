@@ -141,7 +141,7 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = file->private_data;
 
-	/* Only the vm_mmap() in xpmem_cmd_attach() maps this file, once. */
+	/* Only the vm_mmap() in xpmem_attach() maps this file, once. */
 	if (vma->vm_mm != att->mm || !(vma->vm_flags & VM_SHARED) ||
 	    vma->vm_pgoff != att->offset >> PAGE_SHIFT ||
 	    vma->vm_end - vma->vm_start != att->size ||
@@ -505,11 +505,19 @@ put_inode:
  * @vaddr: with XPMEM_EXT_ATTACH_FIXED the address on entry (else 0); the
  *         mapped address on success
  * @flags: XPMEM_EXT_ATTACH_*
+ * @filep: on success, the attachment's file, referenced: the caller
+ *         copies the address out, then fput()s it, or on failure hands it
+ *         to xpmem_detach_undo() first
  *
  * A FIXED address is used as with MAP_FIXED, but may not cover an
  * existing attachment, nor the attachment's own source range when the
  * caller owns the segment.  RDONLY maps read-only through any permit.
  * POPULATE and POPULATE_WRITE fault the new mapping in (xpmem_uapi.h).
+ *
+ * A failure leaves nothing mapped.  What was mapped at a FIXED address
+ * stays as it was, unless the failure is mmap's own after it began to
+ * replace it (-ENOMEM): then the range is left unmapped, as mmap(2) with
+ * MAP_FIXED leaves it.
  *
  * Return: 0, -EINVAL for a malformed request, -ENOENT for an unknown or
  * released permit or a removed segment or exited owner, -EACCES for
@@ -519,7 +527,8 @@ put_inode:
  * while the owner's first notifier was being registered.
  */
 int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
-		 u64 size, unsigned long *vaddr, unsigned int flags)
+		 u64 size, unsigned long *vaddr, unsigned int flags,
+		 struct file **filep)
 {
 	unsigned long addr = *vaddr, mapped;
 	struct xpmem_permit *permit;
@@ -551,15 +560,16 @@ int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 	}
 	/* from here the file owns att */
 	mapped = xpmem_att_place(att, file, addr, size, offset);
-	if (!IS_ERR_VALUE(mapped) &&
-	    (flags & (XPMEM_EXT_ATTACH_POPULATE |
-		      XPMEM_EXT_ATTACH_POPULATE_WRITE)))
+	if (IS_ERR_VALUE(mapped)) {
+		fput(file);
+		return (int)mapped;
+	}
+	if (flags & (XPMEM_EXT_ATTACH_POPULATE |
+		     XPMEM_EXT_ATTACH_POPULATE_WRITE))
 		xpmem_att_populate(att, mapped, mapped, mapped + size,
 				   flags & XPMEM_EXT_ATTACH_POPULATE_WRITE);
-	fput(file);
-	if (IS_ERR_VALUE(mapped))
-		return (int)mapped;
 	*vaddr = mapped;
+	*filep = file;
 	return 0;
 
 free_att:
@@ -572,13 +582,15 @@ free_att:
  * @ctx: the caller's device context
  * @cmd: classic ATTACH argument; @cmd->vaddr is the wanted address (0: any)
  *       on entry and the mapped address on success
+ * @filep: as for xpmem_attach()
  *
  * A non-zero address is FIXED (xpmem_attach()).  @cmd->fd is ignored;
  * @cmd->flags must be 0.
  *
  * Return: as xpmem_attach().
  */
-int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
+int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
+		     struct file **filep)
 {
 	unsigned long vaddr = cmd->vaddr;
 	int ret;
@@ -586,7 +598,7 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd)
 	if (cmd->flags || cmd->offset < 0)
 		return -EINVAL;
 	ret = xpmem_attach(ctx, cmd->apid, cmd->offset, cmd->size, &vaddr,
-			   vaddr ? XPMEM_EXT_ATTACH_FIXED : 0);
+			   vaddr ? XPMEM_EXT_ATTACH_FIXED : 0, filep);
 	if (!ret)
 		cmd->vaddr = vaddr;
 	return ret;

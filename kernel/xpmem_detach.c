@@ -34,38 +34,87 @@ static bool xpmem_vma_unmap_match(struct vm_area_struct *vma, void *data)
 }
 
 /*
- * munmap every VMA of the current mm that maps an attachment matching
- * @att (if non-NULL) or belonging to @permit.  The lock is dropped around
- * each vm_munmap(); the walk goes on after the VMA just unmapped, so it
- * is linear in the number of VMAs, and a fatal signal ends it (the rest
- * then goes at exit).  The caller keeps @att alive (a file reference).
+ * The first run of VMAs at or above @from that match @what: VMAs that
+ * follow each other without a gap (the pieces of an mprotect() split, for
+ * one).  Under the mmap_lock.  Return: its length, 0 if there is none, and
+ * its start in *@start.
  */
-static void xpmem_unmap_matching(struct xpmem_att *att,
-				 struct xpmem_permit *permit)
+static unsigned long xpmem_match_run(struct mm_struct *mm, unsigned long from,
+				     struct xpmem_unmap_what *what,
+				     unsigned long *start)
+{
+	struct vm_area_struct *vma;
+	unsigned long end;
+
+	vma = xpmem_find_vma_match(mm, from, ULONG_MAX, xpmem_vma_unmap_match,
+				   what);
+	if (!vma)
+		return 0;
+	*start = vma->vm_start;
+	end = vma->vm_end;
+	while ((vma = vma_lookup(mm, end)) &&
+	       xpmem_vma_unmap_match(vma, what))
+		end = vma->vm_end;
+	return end - *start;
+}
+
+/*
+ * Once a piece of an attachment is gone, an unmap of the rest that fails
+ * for want of memory is tried again, at most this many times.  An
+ * allocation that may sleep fails only under fault injection (or for a
+ * task the OOM killer chose, which a fatal signal ends anyway); the bound
+ * keeps an injection that fails every allocation from spinning here.
+ */
+#define XPMEM_UNMAP_TRIES	32
+
+/*
+ * munmap every VMA of the current mm that maps an attachment matching
+ * @att (if non-NULL) or belonging to @permit, a run of adjacent ones at a
+ * time: one munmap unmaps all of a run or, when it cannot allocate what
+ * it needs, none of it.  The lock is dropped around each vm_munmap(); the
+ * walk goes on after the run just unmapped, so it is linear in the number
+ * of VMAs.  The caller keeps @att alive (a file reference).
+ *
+ * Unless @must, the walk ends with the error of its first munmap, which
+ * unmapped nothing.  Once a run is unmapped (from the start with @must),
+ * the rest must go too: a munmap that found no memory is tried again, up
+ * to XPMEM_UNMAP_TRIES times.  A fatal signal ends the walk (the rest goes
+ * at exit).
+ *
+ * Return: 0 when everything is unmapped, else the error of the munmap
+ * that stopped the walk (-EINTR for a fatal signal); without @must,
+ * -ENOMEM from the first munmap means that nothing was unmapped.
+ */
+static int xpmem_unmap_matching(struct xpmem_att *att,
+				struct xpmem_permit *permit, bool must)
 {
 	struct xpmem_unmap_what what = { .att = att, .permit = permit };
 	struct mm_struct *mm = current->mm;
-	struct vm_area_struct *vma;
-	unsigned long next = 0, start, len;
+	unsigned long next = 0, start = 0, len;
+	unsigned int tries = 0;
+	int ret;
 
 	if (!mm)
-		return;
+		return 0;
 	while (!fatal_signal_pending(current)) {
-		len = 0;
 		if (mmap_read_lock_killable(mm))
-			return;
-		vma = xpmem_find_vma_match(mm, next, ULONG_MAX,
-					   xpmem_vma_unmap_match, &what);
-		if (vma) {
-			start = vma->vm_start;
-			len = vma->vm_end - vma->vm_start;
-		}
+			break;
+		len = xpmem_match_run(mm, next, &what, &start);
 		mmap_read_unlock(mm);
-		if (!len || vm_munmap(start, len))
-			return;
-		next = start + len;
+		if (!len)
+			return 0;
+		ret = vm_munmap(start, len);
+		if (!ret) {
+			next = start + len;
+			must = true;	/* all of it goes now */
+			tries = 0;
+		} else if (!must || ret != -ENOMEM ||
+			   ++tries >= XPMEM_UNMAP_TRIES) {
+			return ret;
+		}
 		cond_resched();
 	}
+	return -EINTR;
 }
 
 /**
@@ -74,11 +123,18 @@ static void xpmem_unmap_matching(struct xpmem_att *att,
  * @vaddr: any address inside the attachment
  *
  * Every VMA of that attachment is unmapped (split and mremapped pieces
- * too).  The mmap_lock is dropped before munmap, as for any munmap(2): a
- * thread of the same process that replaces the attachment in that window
- * loses its new mapping, exactly as with a racing munmap(2).
+ * too), or none: a DETACH that fails leaves the attachment whole.  Only
+ * pieces mremapped apart are unmapped one after the other: once the first
+ * is gone the others follow, retried while memory is short
+ * (xpmem_unmap_matching()), and only if that keeps failing does DETACH
+ * fail with those still mapped.  The mmap_lock is dropped before munmap,
+ * as for any munmap(2): a thread of the same process that replaces the
+ * attachment in that window loses its new mapping, exactly as with a
+ * racing munmap(2).
  *
- * Return: 0, or -EINVAL if @vaddr is not inside an attachment.
+ * Return: 0, -EINVAL if @vaddr is not inside an attachment, or the error
+ * of munmap (-ENOMEM: nothing was unmapped, but for pieces apart as said
+ * above; -EINTR for a fatal signal).
  */
 int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
 {
@@ -87,6 +143,7 @@ int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
 	struct file *file = NULL;
 	unsigned long start = 0, len = 0;
 	bool whole = false;
+	int ret;
 
 	mmap_read_lock(mm);
 	vma = vma_lookup(mm, vaddr);
@@ -104,11 +161,25 @@ int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
 		return -EINVAL;
 	/* The common case, one VMA: no walk over the address space. */
 	if (whole)
-		vm_munmap(start, len);
+		ret = vm_munmap(start, len);
 	else
-		xpmem_unmap_matching(file->private_data, NULL);
+		ret = xpmem_unmap_matching(file->private_data, NULL, false);
 	fput(file);
-	return 0;
+	return ret;
+}
+
+/**
+ * xpmem_detach_undo - unmap the attachment an ATTACH has just made
+ * @file: its file, still referenced by the ATTACH
+ *
+ * For an ATTACH that fails after mapping (its result could not be copied
+ * out): every VMA of that attachment goes, wherever other threads may
+ * have moved it meanwhile, and nothing else, whatever they mapped at its
+ * address since (retried while memory is short: xpmem_unmap_matching()).
+ */
+void xpmem_detach_undo(struct file *file)
+{
+	xpmem_unmap_matching(file->private_data, NULL, true);
 }
 
 /* SIGBUS from now on; PTEs inserted before are zapped. */
@@ -135,7 +206,7 @@ void xpmem_permit_end(struct xpmem_permit *permit, bool unmap)
 	xpmem_permit_withdraw(permit);
 	xpmem_revoke_sync();		/* copies through it have stopped */
 	if (unmap && current->mm == permit->mm)
-		xpmem_unmap_matching(NULL, permit);
+		xpmem_unmap_matching(NULL, permit, true);
 
 	mutex_lock(&permit->lock);
 	list_for_each_entry(att, &permit->atts, permit_node)

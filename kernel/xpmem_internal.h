@@ -635,11 +635,14 @@ int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
 
 /* xpmem_attach.c: attachments, their files and their VMAs */
 int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
-		 u64 size, unsigned long *vaddr, unsigned int flags);
-int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd);
+		 u64 size, unsigned long *vaddr, unsigned int flags,
+		 struct file **filep);
+int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
+		     struct file **filep);
 
 /* xpmem_detach.c: DETACH; the end of permits and segments */
 int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
+void xpmem_detach_undo(struct file *file);
 void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);
 void xpmem_seg_end(struct xpmem_seg *seg);
 

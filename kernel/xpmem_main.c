@@ -11,6 +11,7 @@
  * core and copies the result out; a result that cannot be copied out is
  * undone so nothing is left behind that the caller cannot name.
  */
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -164,22 +165,47 @@ static long xpmem_ioctl_release(struct xpmem_ctx *ctx, void __user *uarg)
 	return xpmem_release_permit(ctx, cmd.apid);
 }
 
+/*
+ * ATTACH's result, the new address, goes to @out; the place is written
+ * (with what it holds) before the attachment is made, so a result that
+ * cannot be copied out (a read-only page, a copy-on-write page for which
+ * no memory is left) is found before anything is mapped, and a FIXED
+ * attachment never replaces a mapping only to fail.  If the copy-out still
+ * fails (another thread made the page unwritable meanwhile), the new
+ * attachment is unmapped again: a failed ATTACH leaves nothing attached.
+ */
+static int xpmem_attach_prepare_out(__u64 __user *out)
+{
+	__u64 v;
+
+	return get_user(v, out) || put_user(v, out) ? -EFAULT : 0;
+}
+
+static int xpmem_attach_copy_out(struct file *file, __u64 vaddr,
+				 __u64 __user *out)
+{
+	int ret = put_user(vaddr, out) ? -EFAULT : 0;
+
+	if (ret)
+		xpmem_detach_undo(file);
+	fput(file);
+	return ret;
+}
+
 static long xpmem_ioctl_attach(struct xpmem_ctx *ctx, void __user *uarg)
 {
+	struct xpmem_cmd_attach __user *ucmd = uarg;
 	struct xpmem_cmd_attach cmd;
+	struct file *file;
 	int ret;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	ret = xpmem_cmd_attach(ctx, &cmd);
+	ret = xpmem_attach_prepare_out(&ucmd->vaddr) ?:
+	      xpmem_cmd_attach(ctx, &cmd, &file);
 	if (ret)
 		return ret;
-	if (put_user(cmd.vaddr,
-		     &((struct xpmem_cmd_attach __user *)uarg)->vaddr)) {
-		xpmem_cmd_detach(ctx, cmd.vaddr);
-		return -EFAULT;
-	}
-	return 0;
+	return xpmem_attach_copy_out(file, cmd.vaddr, &ucmd->vaddr);
 }
 
 static long xpmem_ioctl_detach(struct xpmem_ctx *ctx, void __user *uarg)
@@ -448,8 +474,10 @@ static long xpmem_ioctl_ext_get(struct xpmem_ctx *ctx, void __user *uarg)
 
 static long xpmem_ioctl_ext_attach(struct xpmem_ctx *ctx, void __user *uarg)
 {
+	struct xpmem_ext_attach __user *ucmd = uarg;
 	struct xpmem_ext_attach cmd;
 	unsigned long vaddr;
+	struct file *file;
 	int ret;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
@@ -458,16 +486,12 @@ static long xpmem_ioctl_ext_attach(struct xpmem_ctx *ctx, void __user *uarg)
 	if (ret)
 		return ret;
 	vaddr = cmd.vaddr;
-	ret = xpmem_attach(ctx, cmd.apid, cmd.offset, cmd.size, &vaddr,
-			   cmd.flags);
+	ret = xpmem_attach_prepare_out(&ucmd->vaddr) ?:
+	      xpmem_attach(ctx, cmd.apid, cmd.offset, cmd.size, &vaddr,
+			   cmd.flags, &file);
 	if (ret)
 		return ret;
-	if (put_user((__u64)vaddr,
-		     &((struct xpmem_ext_attach __user *)uarg)->vaddr)) {
-		xpmem_cmd_detach(ctx, vaddr);
-		return -EFAULT;
-	}
-	return 0;
+	return xpmem_attach_copy_out(file, vaddr, &ucmd->vaddr);
 }
 
 static long xpmem_ioctl_ext_copy(struct xpmem_ctx *ctx, void __user *uarg)
