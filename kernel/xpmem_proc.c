@@ -294,8 +294,9 @@ static void xpmem_proc_remove(struct xpmem_proc_tg *tg)
  * Creates /proc/xpmem/<tgid> and /proc/xpmem-objects/<tgid> on its thread
  * group's first open and lists @ctx in the latter.  They show the opener's
  * euid as their owner (as /proc/PID does) and are mode 0444: who may read
- * them is xpmem_proc_may_read()'s to decide, at each open and read.  Entries of thread groups that are gone are removed first, so
- * the number is free for this one.
+ * them is xpmem_proc_may_read()'s to decide, at each open and read.
+ * Entries of thread groups that are gone are removed first, so the number
+ * is free for this one.
  * Failing to create them is not an error of the open (the files are
  * informational).
  */
