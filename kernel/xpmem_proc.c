@@ -30,11 +30,11 @@
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/coredump.h>
-#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/user_namespace.h>
 
 #include "xpmem_internal.h"
 
@@ -117,8 +117,10 @@ static pid_t xpmem_proc_owner_nr(const struct xpmem_ctx *owner)
 static int xpmem_proc_may_read(struct pid *tgid)
 {
 	const struct cred *cred = current_cred(), *tcred;
+	struct user_namespace *mm_ns;
 	struct task_struct *task;
 	struct mm_struct *mm;
+	int dumpable;
 	bool ok;
 
 	task = get_pid_task(tgid, PIDTYPE_TGID);
@@ -142,14 +144,15 @@ static int xpmem_proc_may_read(struct pid *tgid)
 		goto put_task;
 	/* dumpability after the credentials (pairs with commit_creds()) */
 	smp_rmb();
-	mm = get_task_mm(task);
-	if (!mm) {
-		ok = false;
-		goto put_task;
-	}
-	ok = get_dumpable(mm) == SUID_DUMP_USER ||
-	     ns_capable(mm->user_ns, CAP_SYS_PTRACE);
-	mmput(mm);
+	task_lock(task);
+	mm = task->mm;
+	dumpable = mm ? get_dumpable(mm) : SUID_DUMP_DISABLE;
+	mm_ns = mm ? get_user_ns(mm->user_ns) : NULL;
+	task_unlock(task);
+	ok = mm_ns && (dumpable == SUID_DUMP_USER ||
+		       ns_capable(mm_ns, CAP_SYS_PTRACE));
+	if (mm_ns)
+		put_user_ns(mm_ns);
 put_task:
 	put_task_struct(task);
 	return ok ? 0 : -EACCES;

@@ -1550,8 +1550,9 @@ static int read_objects(pid_t pid, char *buf, size_t len)
 
 /*
  * /proc/xpmem-objects/<tgid> lists the thread group's segments, permits
- * and attachments (for `xpmem list`), is its owner's only (0400: another
- * uid gets EACCES), and follows RELEASE and REMOVE; the classic
+ * and attachments (for `xpmem list`), is readable only by who may
+ * ptrace-read the group (another uid gets EACCES), and follows RELEASE
+ * and REMOVE; the classic
  * /proc/xpmem/<tgid> keeps exactly its two lines.
  */
 TEST_F(xpmem, proc_objects_lists_what_exists)
