@@ -47,6 +47,15 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 #define WQ_PERCPU	0
 #endif
 
+/*
+ * A /proc entry's data is pde_data() from 5.17 on (Kbuild:
+ * XPMEM_HAVE_PDE_DATA), PDE_DATA() before.
+ */
+#ifndef XPMEM_HAVE_PDE_DATA
+#include <linux/proc_fs.h>
+#define pde_data(inode)	PDE_DATA(inode)
+#endif
+
 /* Annotations and debug checks that older kernels lack. */
 #ifndef __counted_by
 #define __counted_by(...)

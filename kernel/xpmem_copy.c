@@ -5,12 +5,19 @@
  *
  * Invariants (docs/design.md, "Copies and io_uring"):
  * - owner pages are pinned a batch at a time (XPMEM_COPY_BATCH pages)
- *   under the owner's mmap_lock, and unpinned before the next batch;
- *   only VMAs an attachment may mirror are reached, with the owner's
- *   protections (get_user_pages());
+ *   under the owner's mmap_lock, with an mm_users reference on the
+ *   owner's mm, and both are dropped before the next batch; only VMAs an
+ *   attachment may mirror are reached, with the owner's protections
+ *   (get_user_pages());
  * - a batch's bytes move inside a revocation read section (xpmem_revoke.c)
  *   that checks the permit and the segment first and never faults; the
- *   caller's buffers fault outside it, with nothing held;
+ *   caller's buffers fault outside it with nothing of the owner's held
+ *   (no page pinned, no mm_users reference): a caller's buffer that
+ *   faults slowly keeps neither the owner's pages nor its address space
+ *   past the owner's exit or exec;
+ * - a batch is pinned, then written: an owner's munmap between the two
+ *   takes the pages out of its address space, and the batch's bytes go
+ *   to those pages, as process_vm_writev()'s do (docs/design.md);
  * - io_uring's inline issue never waits: -EAGAIN sends the copy to a
  *   worker, which restarts it from its first byte.
  */
@@ -132,7 +139,12 @@ static int xpmem_copy_fault_in(struct iov_iter *iter, size_t len, bool to_seg)
 /*
  * Move @len bytes between @iter and the owner's memory at @oaddr, through
  * @permit: every batch checks that it still may (xpmem_copy_batch()).
- * Return: bytes moved if any, else -errno (-ENOENT once revoked).
+ * Each batch takes an mm_users reference and pins its pages, moves what
+ * it can without faulting, and drops both; where the caller's buffer
+ * faults, it is faulted in with nothing of the owner's held, and the
+ * batch starts again from the first byte not moved.
+ * Return: bytes moved if any, else -errno (-ENOENT once revoked or once
+ * the owner's address space is gone).
  */
 static ssize_t xpmem_copy_iter(const struct xpmem_permit *permit,
 			       unsigned long oaddr, struct iov_iter *iter,
@@ -150,39 +162,42 @@ static ssize_t xpmem_copy_iter(const struct xpmem_permit *permit,
 		size_t off = offset_in_page(oaddr);
 		unsigned long nr = min_t(unsigned long, XPMEM_COPY_BATCH,
 					 DIV_ROUND_UP(off + len, PAGE_SIZE));
-		size_t blen, pos = 0, moved;
+		size_t blen, moved;
 
 		if (fatal_signal_pending(current)) {
 			err = -EINTR;
 			break;
 		}
+		if (!mmget_not_zero(mm)) {
+			err = -ENOENT;
+			break;
+		}
 		n = xpmem_copy_pin(mm, oaddr, nr, gup, pages, wait);
 		if (n < 0) {
+			mmput(mm);
 			err = n;
 			break;
 		}
 		blen = min_t(size_t, len, n * PAGE_SIZE - off);
-		while (pos < blen) {
-			moved = xpmem_copy_batch(permit, pages, off + pos,
-						 blen - pos, iter, to_seg,
-						 &revoked);
-			pos += moved;
-			if (revoked) {
-				err = -ENOENT;
-				break;
-			}
-			if (pos < blen && !moved &&
-			    (fatal_signal_pending(current) ||
-			     xpmem_copy_fault_in(iter, blen - pos, to_seg))) {
-				err = fatal_signal_pending(current) ? -EINTR :
-								      -EFAULT;
-				break;
-			}
-		}
+		moved = xpmem_copy_batch(permit, pages, off, blen, iter, to_seg,
+					 &revoked);
 		unpin_user_pages_dirty_lock(pages, n, to_seg);
-		done += pos;
-		oaddr += pos;
-		len -= pos;
+		mmput(mm);
+		done += moved;
+		oaddr += moved;
+		len -= moved;
+		if (revoked) {
+			err = -ENOENT;
+			break;
+		}
+		/* the caller's buffer faults: nothing of the owner's held */
+		if (moved < blen) {
+			if (fatal_signal_pending(current))
+				err = -EINTR;
+			else
+				err = xpmem_copy_fault_in(iter, blen - moved,
+							  to_seg);
+		}
 		cond_resched();
 	}
 	/*
@@ -358,8 +373,9 @@ ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 		ret = -EACCES;
 		goto put_permit;
 	}
+	/* each batch holds the owner's mm for itself (xpmem_copy_iter()) */
 	if (READ_ONCE(permit->released) || READ_ONCE(seg->removed) ||
-	    !mmget_not_zero(seg->mm)) {
+	    !xpmem_seg_owner_alive(seg)) {
 		ret = -ENOENT;
 		goto put_permit;
 	}
@@ -368,7 +384,6 @@ ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,
 	else
 		ret = xpmem_copy_seg(permit, cmd->offset, &iter, count, to_seg,
 				     !nowait);
-	mmput(seg->mm);
 put_permit:
 	xpmem_permit_put(permit);
 free_iov:

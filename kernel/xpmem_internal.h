@@ -254,6 +254,7 @@ struct xpmem_seg {
 	struct xpmem_ctx *ctx;		/* owner ctx; NULL once removed */
 	struct list_head ctx_node;
 	struct mm_struct *mm;		/* mmgrab()ed owner mm */
+	struct pid *tgid;		/* the maker's thread group (get_pid) */
 	unsigned long size;		/* bytes: the ranges' total */
 	kuid_t uid;
 	kgid_t gid;

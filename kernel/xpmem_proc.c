@@ -7,14 +7,19 @@
  * - /proc/xpmem/global_pages and /proc/xpmem/<tgid> say exactly what the
  *   classic files say; nothing is ever pinned, so every count is 0;
  * - a <tgid> file belongs to a thread group (its struct pid), never to a
- *   number, is readable by its owner and root only, and lists only ctxs
- *   that very thread group opened;
+ *   number, and lists only ctxs that very thread group opened;
+ * - who may read a <tgid> file is decided at each open and at each read,
+ *   against the thread group's credentials of that moment, as
+ *   /proc/PID/maps decides it (xpmem_proc_may_read()); the file's owner
+ *   and mode decide nothing (exec keeps the struct pid: a set-user-ID
+ *   program's objects must not be shown to the user who ran it);
  * - a ctx leaves its entry at the ->flush after which its thread group
  *   holds the file no more, or at the last close; an entry whose group is
  *   gone shows nothing and goes at the next open of the device.
  * This file reads the structures of every layer below main and calls none
  * of their functions.
  */
+#include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/fdtable.h>
 #include <linux/fs.h>
@@ -24,9 +29,12 @@
 #include <linux/proc_fs.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/coredump.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/user_namespace.h>
 
 #include "xpmem_internal.h"
 
@@ -93,6 +101,63 @@ static pid_t xpmem_proc_owner_nr(const struct xpmem_ctx *owner)
 	return pid_nr(owner->tgid);
 }
 
+/*
+ * May current read the description of thread group @tgid now?
+ *
+ * The test ptrace_may_access(task, PTRACE_MODE_READ_FSCREDS) makes (it is
+ * not exported): same thread group; or current's fsuid and fsgid equal to
+ * the group's real, effective and saved ids, and its mm dumpable as its
+ * user (a set-user-ID exec or a change of credentials makes it not); or
+ * CAP_SYS_PTRACE over the group's user namespace (over its mm's when it
+ * is not dumpable).  The security module hook is not called (not exported
+ * either): Yama decides only attaching; other modules see /proc/PID.
+ * A group that is gone, or has no mm (exiting), is readable by nobody.
+ * Returns 0 or -EACCES.
+ */
+static int xpmem_proc_may_read(struct pid *tgid)
+{
+	const struct cred *cred = current_cred(), *tcred;
+	struct user_namespace *mm_ns;
+	struct task_struct *task;
+	struct mm_struct *mm;
+	int dumpable;
+	bool ok;
+
+	task = get_pid_task(tgid, PIDTYPE_TGID);
+	if (!task)
+		return -EACCES;
+	if (same_thread_group(task, current)) {
+		ok = true;
+		goto put_task;
+	}
+	rcu_read_lock();
+	tcred = __task_cred(task);
+	ok = (uid_eq(cred->fsuid, tcred->euid) &&
+	      uid_eq(cred->fsuid, tcred->suid) &&
+	      uid_eq(cred->fsuid, tcred->uid) &&
+	      gid_eq(cred->fsgid, tcred->egid) &&
+	      gid_eq(cred->fsgid, tcred->sgid) &&
+	      gid_eq(cred->fsgid, tcred->gid)) ||
+	     ns_capable(tcred->user_ns, CAP_SYS_PTRACE);
+	rcu_read_unlock();
+	if (!ok)
+		goto put_task;
+	/* dumpability after the credentials (pairs with commit_creds()) */
+	smp_rmb();
+	task_lock(task);
+	mm = task->mm;
+	dumpable = mm ? get_dumpable(mm) : SUID_DUMP_DISABLE;
+	mm_ns = mm ? get_user_ns(mm->user_ns) : NULL;
+	task_unlock(task);
+	ok = mm_ns && (dumpable == SUID_DUMP_USER ||
+		       ns_capable(mm_ns, CAP_SYS_PTRACE));
+	if (mm_ns)
+		put_user_ns(mm_ns);
+put_task:
+	put_task_struct(task);
+	return ok ? 0 : -EACCES;
+}
+
 /* The objects made through @ctx; under xpmem_proc_ctx_lock. */
 static void xpmem_proc_show_ctx(struct seq_file *m, struct xpmem_ctx *ctx)
 {
@@ -123,6 +188,12 @@ static void xpmem_proc_show_ctx(struct seq_file *m, struct xpmem_ctx *ctx)
 
 static int xpmem_proc_tg_show(struct seq_file *m, void *v)
 {
+	struct xpmem_proc_tg *tg = m->private;
+	int ret;
+
+	ret = xpmem_proc_may_read(tg->tgid);
+	if (ret)
+		return ret;
 	seq_puts(m, "pages pinned by XPMEM: 0\npages unpinned by XPMEM: 0\n");
 	return 0;
 }
@@ -131,16 +202,64 @@ static int xpmem_proc_objs_show(struct seq_file *m, void *v)
 {
 	struct xpmem_proc_tg *tg = m->private;
 	struct xpmem_ctx *ctx;
+	int ret;
 
 	/* an entry left behind by a thread group that is gone */
 	if (!xpmem_proc_alive(tg->tgid))
 		return 0;
+	/* decided at each read: an exec may have changed the credentials */
+	ret = xpmem_proc_may_read(tg->tgid);
+	if (ret)
+		return ret;
 	mutex_lock(&xpmem_proc_ctx_lock);
 	list_for_each_entry(ctx, &tg->ctxs, proc_node)
 		xpmem_proc_show_ctx(m, ctx);
 	mutex_unlock(&xpmem_proc_ctx_lock);
 	return 0;
 }
+
+/*
+ * Open of a <tgid> file: refused unless current may read the thread
+ * group's description now (each read asks again).  An entry whose group is
+ * gone opens and shows nothing.
+ */
+static int xpmem_proc_open_common(struct inode *inode, struct file *file,
+				  int (*show)(struct seq_file *, void *))
+{
+	struct xpmem_proc_tg *tg = pde_data(inode);
+	int ret;
+
+	if (xpmem_proc_alive(tg->tgid)) {
+		ret = xpmem_proc_may_read(tg->tgid);
+		if (ret)
+			return ret;
+	}
+	return single_open(file, show, tg);
+}
+
+static int xpmem_proc_tg_open(struct inode *inode, struct file *file)
+{
+	return xpmem_proc_open_common(inode, file, xpmem_proc_tg_show);
+}
+
+static int xpmem_proc_objs_open(struct inode *inode, struct file *file)
+{
+	return xpmem_proc_open_common(inode, file, xpmem_proc_objs_show);
+}
+
+static const struct proc_ops xpmem_proc_tg_ops = {
+	.proc_open	= xpmem_proc_tg_open,
+	.proc_read	= seq_read,
+	.proc_lseek	= seq_lseek,
+	.proc_release	= single_release,
+};
+
+static const struct proc_ops xpmem_proc_objs_ops = {
+	.proc_open	= xpmem_proc_objs_open,
+	.proc_read	= seq_read,
+	.proc_lseek	= seq_lseek,
+	.proc_release	= single_release,
+};
 
 /* The entry of thread group @tgid; under xpmem_proc_lock. */
 static struct xpmem_proc_tg *xpmem_proc_find(struct pid *tgid)
@@ -175,10 +294,12 @@ static void xpmem_proc_remove(struct xpmem_proc_tg *tg)
  * xpmem_proc_open - the current thread group opened /dev/xpmem as @ctx
  * @ctx: the new context (ctx->tgid is current's)
  *
- * Creates /proc/xpmem/<tgid> and /proc/xpmem-objects/<tgid>, owned by
- * the opener, on its thread group's first open and lists @ctx in the
- * latter.  Entries of thread groups that are gone are removed first, so
- * the number is free for this one.
+ * Creates /proc/xpmem/<tgid> and /proc/xpmem-objects/<tgid> on its thread
+ * group's first open and lists @ctx in the latter.  They show the opener's
+ * euid as their owner (as /proc/PID does) and are mode 0444: who may read
+ * them is xpmem_proc_may_read()'s to decide, at each open and read.
+ * Entries of thread groups that are gone are removed first, so the number
+ * is free for this one.
  * Failing to create them is not an error of the open (the files are
  * informational).
  */
@@ -205,17 +326,17 @@ void xpmem_proc_open(struct xpmem_ctx *ctx)
 		goto unlock;
 	INIT_LIST_HEAD(&tg->ctxs);
 	snprintf(name, sizeof(name), "%d", pid_nr(ctx->tgid));
-	tg->pde = proc_create_single(name, 0400, xpmem_proc_dir,
-				     xpmem_proc_tg_show);
+	tg->tgid = get_pid(ctx->tgid);
+	tg->pde = proc_create_data(name, 0444, xpmem_proc_dir,
+				   &xpmem_proc_tg_ops, tg);
 	if (!tg->pde)
 		goto free_tg;
-	tg->objs = proc_create_single_data(name, 0400, xpmem_proc_objs_dir,
-					   xpmem_proc_objs_show, tg);
+	tg->objs = proc_create_data(name, 0444, xpmem_proc_objs_dir,
+				    &xpmem_proc_objs_ops, tg);
 	if (!tg->objs)
 		goto remove_pde;
 	proc_set_user(tg->pde, current_euid(), current_egid());
 	proc_set_user(tg->objs, current_euid(), current_egid());
-	tg->tgid = get_pid(ctx->tgid);
 	list_add(&tg->node, &xpmem_proc_tgs);
 add:
 	mutex_lock(&xpmem_proc_ctx_lock);
@@ -227,6 +348,7 @@ add:
 remove_pde:
 	proc_remove(tg->pde);
 free_tg:
+	put_pid(tg->tgid);
 	kfree(tg);
 unlock:
 	mutex_unlock(&xpmem_proc_lock);

@@ -12,8 +12,10 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/nsproxy.h>
+#include <linux/pid.h>
 #include <linux/rhashtable.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/user_namespace.h>
 
@@ -102,6 +104,7 @@ static void xpmem_seg_free(struct kref *ref)
 	if (seg->omm)
 		xpmem_omm_ref_put(seg->omm);
 	mmdrop(seg->mm);
+	put_pid(seg->tgid);
 	atomic_long_dec(&xpmem_stats.segments);
 	kfree_rcu(seg, rcu);		/* lookups may still be looking */
 }
@@ -135,15 +138,44 @@ void xpmem_seg_put(struct xpmem_seg *seg)
 }
 
 /**
- * xpmem_seg_owner_alive - does the owner still have an address space?
+ * xpmem_seg_owner_alive - does the owner still run in the segment's
+ * address space?
  * @seg: the segment
  *
  * A segment outlives its owner's exit while another process holds the
- * owner's /dev/xpmem file; it is as good as removed then.
+ * owner's /dev/xpmem file, and its owner's exec while the new program
+ * keeps the file open (no O_CLOEXEC); it is as good as removed then
+ * (GET, ATTACH and copies fail with ENOENT).  Exit: nobody uses the
+ * address space any more (mm_users 0).  Exec: the maker's thread group
+ * runs in another address space, although something else may still hold
+ * the old one for a moment (a copy's batch, a /proc reader, a process
+ * that shares it through CLONE_VM): a thread group's mm changes only at
+ * exec.  A thread group whose every thread is exiting is judged by
+ * mm_users alone.
  */
 bool xpmem_seg_owner_alive(struct xpmem_seg *seg)
 {
-	return atomic_read(&seg->mm->mm_users) > 0;
+	struct task_struct *g, *t;
+	bool execed = false;
+
+	if (!atomic_read(&seg->mm->mm_users))
+		return false;
+	rcu_read_lock();
+	g = pid_task(seg->tgid, PIDTYPE_TGID);
+	if (g) {
+		for_each_thread(g, t) {
+			struct mm_struct *mm = READ_ONCE(t->mm);
+
+			if (mm == seg->mm) {
+				execed = false;
+				break;
+			}
+			if (mm)
+				execed = true;
+		}
+	}
+	rcu_read_unlock();
+	return !execed;
 }
 
 /*
@@ -343,6 +375,7 @@ static void xpmem_seg_own(struct xpmem_seg *seg, unsigned int mode)
 	seg->user_ns = get_user_ns(current_user_ns());
 	mmgrab(mm);
 	seg->mm = mm;
+	seg->tgid = get_pid(task_tgid(current));
 	atomic_long_inc(&xpmem_stats.segments);
 }
 

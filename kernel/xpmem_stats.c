@@ -6,6 +6,12 @@
  * /sys/class/misc/xpmem/stats/.  The object counters (segments, permits,
  * attachments) are the live objects; tests use them to prove that cycles
  * leak nothing.
+ *
+ * Every counter is global (all users, all namespaces), so each one tells
+ * of other users' activity: mode 0400, owned by the initial namespace's
+ * root, so no user reads them, nor the root of a user namespace (the
+ * owner is not mapped there).  What a user may know of its own objects is
+ * in /proc/xpmem-objects/<tgid> (xpmem_proc.c).
  */
 #include <linux/build_bug.h>
 #include <linux/device.h>
@@ -30,29 +36,29 @@ static ssize_t xpmem_stat_show(struct device *dev,
 }
 
 static struct xpmem_stat_attr xpmem_stat_attrs[] = {
-	{ __ATTR(segments, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(segments, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.segments },
-	{ __ATTR(permits, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(permits, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.permits },
-	{ __ATTR(attachments, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(attachments, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.attachments },
-	{ __ATTR(faults, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(faults, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.faults },
-	{ __ATTR(fault_retries, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(fault_retries, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.fault_retries },
-	{ __ATTR(fault_seq_retries, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(fault_seq_retries, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.fault_seq_retries },
-	{ __ATTR(fault_owner_waits, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(fault_owner_waits, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.fault_owner_waits },
-	{ __ATTR(mkwrite_fast, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(mkwrite_fast, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.mkwrite_fast },
-	{ __ATTR(pages_upgraded, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(pages_upgraded, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.pages_upgraded },
-	{ __ATTR(pages_mapped, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(pages_mapped, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.pages_mapped },
-	{ __ATTR(pmd_mapped, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(pmd_mapped, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.pmd_mapped },
-	{ __ATTR(invalidations, 0444, xpmem_stat_show, NULL),
+	{ __ATTR(invalidations, 0400, xpmem_stat_show, NULL),
 	  &xpmem_stats.invalidations },
 };
 

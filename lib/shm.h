@@ -198,6 +198,7 @@ struct shm_permit {
 	uint64_t page;
 	int bellfd;		/* the segment's bell, read end, or -1 */
 	int ev;			/* XPMEM_EXT_EVENT_* found, 0, or -1: taken */
+	struct shm_permit *ev_next;	/* events found, in end order */
 };
 
 /* shm_proc.c */
@@ -224,8 +225,9 @@ int xpmem_lib_shm_lookup_key(const struct xpmem_lib_get_req *req,
 /* shm_event.c (under the peer lock) */
 int xpmem_lib_shm_event_open_locked(void);
 int xpmem_lib_shm_event_active_locked(void);
-void xpmem_lib_shm_event_watch_locked(int bellfd);
+void xpmem_lib_shm_event_watch_locked(int bellfd, void *tag);
 void xpmem_lib_shm_event_unwatch_locked(int bellfd);
+int xpmem_lib_shm_event_rung_locked(void **tags, int max);
 void xpmem_lib_shm_event_drain_locked(void);
 void xpmem_lib_shm_event_more_locked(void);
 void xpmem_lib_shm_event_reset_in_child(void);

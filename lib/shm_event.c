@@ -12,10 +12,13 @@
  * registry (shm_peer.c).  The eventfd stays readable while events found
  * were not all taken yet (xpmem_ext_events() with a small @max).
  *
- * Nothing is created before the first xpmem_ext_event_fd() or
- * xpmem_ext_events() call: a process that does not ask pays two
- * descriptors less.  Everything here runs under the peer lock
- * (shm_peer.c).
+ * The order the segments ended is the order their bells rang: epoll
+ * keeps its ready list in the order of the wake-ups, and
+ * xpmem_lib_shm_event_rung_locked() takes it in that order.  So the set
+ * exists from the process's first permit on (shm_peer.c), not from its
+ * first question: a bell that rang before it joined the set would be
+ * found in no particular order.  A process that gets no permit pays
+ * nothing.  Everything here runs under the peer lock (shm_peer.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -64,10 +67,14 @@ int xpmem_lib_shm_event_active_locked(void)
 	return ev_ep >= 0;
 }
 
-/* A permit's bell joins the set (its POLLHUP wakes the descriptor). */
-void xpmem_lib_shm_event_watch_locked(int bellfd)
+/*
+ * A permit's bell joins the set (its POLLHUP wakes the descriptor); @tag
+ * (the permit, never NULL) is what xpmem_lib_shm_event_rung_locked()
+ * gives back for it.
+ */
+void xpmem_lib_shm_event_watch_locked(int bellfd, void *tag)
 {
-	struct epoll_event e = { .events = EPOLLIN };
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = tag };
 
 	if (ev_ep >= 0 && bellfd >= 0 &&
 	    epoll_ctl(ev_ep, EPOLL_CTL_ADD, bellfd, &e))
@@ -82,6 +89,26 @@ void xpmem_lib_shm_event_unwatch_locked(int bellfd)
 {
 	if (ev_ep >= 0 && bellfd >= 0)
 		epoll_ctl(ev_ep, EPOLL_CTL_DEL, bellfd, NULL);
+}
+
+/*
+ * Up to @max (at most 64) entries of the set that polled ready, oldest
+ * wake-up first (epoll keeps its ready list in that order), their tags
+ * in @tags (NULL: the eventfd); the count.  A bell stays ready until it
+ * is unwatched: the caller unwatches those it found ended; one it leaves
+ * comes again, behind the others, at the next call.
+ */
+int xpmem_lib_shm_event_rung_locked(void **tags, int max)
+{
+	struct epoll_event e[64];
+	int i, n;
+
+	if (ev_ep < 0 || max <= 0)
+		return 0;
+	n = epoll_wait(ev_ep, e, max < 64 ? max : 64, 0);
+	for (i = 0; i < n; i++)
+		tags[i] = e[i].data.ptr;
+	return n > 0 ? n : 0;
 }
 
 /* Events found before are being looked at again: the eventfd empties. */

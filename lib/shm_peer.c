@@ -40,6 +40,10 @@ struct attachment {
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shm_permit *permits;
 static struct attachment *attachments;
+/* permits whose event was found and not taken, oldest end first */
+static struct shm_permit *ev_head, **ev_tail = &ev_head;
+
+static int event_start_locked(void);
 
 void xpmem_lib_shm_peer_atfork(int phase)
 {
@@ -110,10 +114,12 @@ static int permit_add(struct shm_permit *p)
 		ret = xpmem_lib_shm_id_draw(&id);
 	} while (!ret && permit_find_locked((xpmem_apid_t)id));
 	if (!ret) {
+		/* the set hears every end from the first permit on */
+		event_start_locked();
 		p->apid = (xpmem_apid_t)id;
 		p->next = permits;
 		permits = p;
-		xpmem_lib_shm_event_watch_locked(p->bellfd);
+		xpmem_lib_shm_event_watch_locked(p->bellfd, p);
 	}
 	pthread_mutex_unlock(&peer_lock);
 	return ret;
@@ -189,6 +195,15 @@ int xpmem_lib_shm_release(xpmem_apid_t apid)
 		return -ENOENT;
 	}
 	xpmem_lib_shm_event_unwatch_locked(p->bellfd);
+	if (p->ev > 0) {	/* its event, not taken, goes with it */
+		struct shm_permit **q;
+
+		for (q = &ev_head; *q != p; q = &(*q)->ev_next)
+			;
+		*q = p->ev_next;
+		if (ev_tail == &p->ev_next)
+			ev_tail = q;
+	}
 	/* Like the kernel backend, releasing a permit detaches its users. */
 	for (ap = &attachments; *ap;) {
 		a = *ap;
@@ -604,53 +619,98 @@ int xpmem_lib_shm_prep(struct io_uring_sqe *sqe, unsigned int op,
 /* ---- events --------------------------------------------------------------- */
 
 /*
- * Find what ended: the segment (its slot cleared: the owner removed it,
- * whether it exited since or not) or the owner (gone with the slot still
- * set).  A permit with an event leaves the set: its bell would poll
- * ready for good.
+ * Has @p's segment ended?  Then its event is queued, behind those found
+ * before, and it leaves the set (its bell would poll ready for good).
+ * What ended is read from the registry: the segment (its slot cleared: the
+ * owner removed it, whether it exited since or not) or the owner (gone
+ * with the slot still set).  Returns whether it ended.
  */
-static void permits_scan_locked(void)
+static int permit_check_locked(struct shm_permit *p)
 {
 	struct shm_reg_slot s;
-	struct shm_permit *p;
 
-	xpmem_lib_shm_event_drain_locked();
-	for (p = permits; p; p = p->next) {
-		if (p->ev)
-			continue;
-		if (!xpmem_lib_shm_registry_holds(p->regfd, p->segid, &s))
-			p->ev = XPMEM_EXT_EVENT_REMOVED;
-		else if (!owner_alive(p))
-			p->ev = XPMEM_EXT_EVENT_OWNER_EXITED;
-		if (p->ev)
-			xpmem_lib_shm_event_unwatch_locked(p->bellfd);
-	}
+	if (!xpmem_lib_shm_registry_holds(p->regfd, p->segid, &s))
+		p->ev = XPMEM_EXT_EVENT_REMOVED;
+	else if (!owner_alive(p))
+		p->ev = XPMEM_EXT_EVENT_OWNER_EXITED;
+	else
+		return 0;
+	xpmem_lib_shm_event_unwatch_locked(p->bellfd);
+	p->ev_next = NULL;
+	*ev_tail = p;
+	ev_tail = &p->ev_next;
+	return 1;
 }
 
 /*
- * xpmem_lib_shm_event_fd - the event descriptor, made at the first call:
- * every permit's bell joins it, and the first xpmem_ext_events() looks
- * at every permit (it polls readable at once).
+ * Queue the events of the segments that ended, in the order they ended:
+ * first the bells that rang, in the order they rang (a segment's bell
+ * rings right after its end); then any other permit found ended (one
+ * without a bell, or whose bell rings as we look).
  */
-int xpmem_lib_shm_event_fd(void)
+static void permits_scan_locked(void)
 {
 	struct shm_permit *p;
-	int fd, fresh;
+	void *rung[64];
+	int i, n, found;
 
-	pthread_mutex_lock(&peer_lock);
+	xpmem_lib_shm_event_drain_locked();
+	do {
+		n = xpmem_lib_shm_event_rung_locked(rung, 64);
+		found = 0;
+		for (i = 0; i < n; i++) {
+			p = rung[i];
+			if (p && !p->ev)
+				found += permit_check_locked(p);
+		}
+	} while (n == 64 && found);
+	for (p = permits; p; p = p->next)
+		if (!p->ev)
+			permit_check_locked(p);
+}
+
+/*
+ * The event descriptor, made now if need be: when made, every permit's
+ * bell joins it, and if there were any, the next xpmem_ext_events() looks
+ * at every permit (it polls readable at once).  Made at the first permit
+ * (so that bells ring in its ready list in the order the segments end)
+ * or by the first question (a fork child's, or after a failure).
+ */
+static int event_start_locked(void)
+{
+	struct shm_permit *p;
+	int fd, fresh, any = 0;
+
 	fresh = !xpmem_lib_shm_event_active_locked();
 	fd = xpmem_lib_shm_event_open_locked();
 	if (fd >= 0 && fresh) {
-		for (p = permits; p; p = p->next)
-			if (!p->ev)
-				xpmem_lib_shm_event_watch_locked(p->bellfd);
-		xpmem_lib_shm_event_more_locked();
+		for (p = permits; p; p = p->next) {
+			if (!p->ev) {
+				xpmem_lib_shm_event_watch_locked(p->bellfd, p);
+				any = 1;
+			}
+		}
+		if (any)
+			xpmem_lib_shm_event_more_locked();
 	}
+	return fd;
+}
+
+/* xpmem_lib_shm_event_fd - the event descriptor. */
+int xpmem_lib_shm_event_fd(void)
+{
+	int fd;
+
+	pthread_mutex_lock(&peer_lock);
+	fd = event_start_locked();
 	pthread_mutex_unlock(&peer_lock);
 	return fd;
 }
 
-/* xpmem_lib_shm_events - up to @max events found, once each. */
+/*
+ * xpmem_lib_shm_events - up to @max events found, once each, oldest end
+ * first.
+ */
 int xpmem_lib_shm_events(struct xpmem_ext_event *ev, unsigned int max)
 {
 	struct shm_permit *p;
@@ -661,19 +721,19 @@ int xpmem_lib_shm_events(struct xpmem_ext_event *ev, unsigned int max)
 		return fd;
 	pthread_mutex_lock(&peer_lock);
 	permits_scan_locked();
-	for (p = permits; p; p = p->next) {
-		if (p->ev <= 0)
-			continue;
-		if (n == max) {
-			xpmem_lib_shm_event_more_locked();
-			break;
-		}
+	while (n < max && ev_head) {
+		p = ev_head;
+		ev_head = p->ev_next;
+		if (!ev_head)
+			ev_tail = &ev_head;
 		ev[n++] = (struct xpmem_ext_event){
 			.segid = p->segid, .apid = p->apid,
 			.reason = (uint32_t)p->ev,
 		};
 		p->ev = -1;
 	}
+	if (ev_head)
+		xpmem_lib_shm_event_more_locked();
 	pthread_mutex_unlock(&peer_lock);
 	return (int)n;
 }

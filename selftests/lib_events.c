@@ -8,7 +8,8 @@
  * the test process, holding permits, must learn of it from the event
  * descriptor (poll, epoll, io_uring's POLL_ADD) and xpmem_ext_events():
  * one event per permit, the right reason, none lost among many, none for
- * a permit released before it was read, no descriptor left behind.  On
+ * a permit released before it was read, the oldest end first, no
+ * descriptor left behind.  On
  * the kernel backend an attachment made with ZERO_REVOKED, read without
  * pause by a thread, turns to zeros when the owner is killed, with no
  * signal.  Synchronisation is by pipes and the event descriptor itself,
@@ -419,6 +420,108 @@ TEST_F(ev, many_permits_nothing_lost_nothing_leaked)
 		owner_end(&o[i]);
 	}
 	ASSERT_EQ(fds, count_fds());
+}
+
+/*
+ * ORDER_N owners, one permit each, gotten in owner order; the segments
+ * end in another order (remove, exit, kill -9), each end complete
+ * before the next.  The events come oldest end first, taken one at a
+ * time.  If @ask_first, the event descriptor exists before the permits;
+ * else xpmem_ext_events() is the process's first call of the kind, after
+ * every end.  Returns 0 or the line that failed.
+ */
+#define ORDER_N	4
+static int events_in_end_order(int ask_first)
+{
+	static const int end[ORDER_N] = { 2, 0, 3, 1 };
+	static const char how[ORDER_N] = { 'r', 'x', 'k', 'r' };
+	struct owner o[ORDER_N];
+	xpmem_apid_t apid[ORDER_N];
+	struct xpmem_ext_event ev;
+	int i, n, got = 0, ret = 0, fd = -1;
+
+	if (ask_first && (fd = xpmem_ext_event_fd()) < 0)
+		return __LINE__;
+	for (i = 0; i < ORDER_N; i++) {
+		if (owner_start(&o[i]))
+			return __LINE__;
+		apid[i] = xpmem_get(o[i].segid, XPMEM_RDONLY,
+				    XPMEM_PERMIT_MODE, NULL);
+		if (apid[i] <= 0)
+			return __LINE__;
+	}
+	for (i = 0; i < ORDER_N; i++) {
+		struct owner *e = &o[end[i]];
+
+		if (owner_do(e, how[i]))
+			return __LINE__;
+		if (how[i] != 'r')
+			owner_end(e);	/* reaped: its descriptors are closed */
+	}
+	while (!ret && got < ORDER_N) {
+		n = xpmem_ext_events(&ev, 1);
+		if (n < 0)
+			ret = __LINE__;
+		else if (n == 0 && fd < 0 && (fd = xpmem_ext_event_fd()) < 0)
+			ret = __LINE__;
+		else if (n == 0 && !ev_wait(fd))
+			ret = __LINE__;
+		else if (n == 1 && (ev.apid != apid[end[got]] ||
+				    ev.segid != o[end[got]].segid ||
+				    ev.reason != (how[got] == 'r' ?
+						  XPMEM_EXT_EVENT_REMOVED :
+						  XPMEM_EXT_EVENT_OWNER_EXITED))) {
+			fprintf(stderr, "# event %d: owner %d's, want owner %d's\n",
+				got, (int)(ev.apid == apid[0] ? 0 :
+					   ev.apid == apid[1] ? 1 :
+					   ev.apid == apid[2] ? 2 :
+					   ev.apid == apid[3] ? 3 : -1),
+				end[got]);
+			ret = __LINE__;
+		}
+		got += n > 0 ? n : 0;
+	}
+	if (!ret && xpmem_ext_events(&ev, 1) != 0)
+		ret = __LINE__;
+	for (i = 0; i < ORDER_N; i++) {
+		if (xpmem_release(apid[i]))
+			ret = ret ?: __LINE__;
+		if (o[i].pid)
+			owner_end(&o[i]);
+	}
+	return ret;
+}
+
+/* The event descriptor was asked for before the permits (the fixture). */
+TEST_F(ev, oldest_end_first)
+{
+	ASSERT_EQ(0, events_in_end_order(1));
+}
+
+/*
+ * A process that never asked before every segment ended: the ends are
+ * still told in the order they happened.
+ */
+TEST_F(ev, oldest_end_first_asked_late)
+{
+	pid_t c;
+	int st;
+
+	fflush(NULL);
+	c = fork();
+	ASSERT_LE(0, c);
+	if (c == 0) {
+		int line;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		line = events_in_end_order(0);
+		if (line)
+			fprintf(stderr, "# child failed at line %d\n", line);
+		_exit(line ? 1 : 0);
+	}
+	ASSERT_EQ(c, waitpid(c, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
 }
 
 /*

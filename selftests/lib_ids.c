@@ -1050,7 +1050,8 @@ TEST_F(ids, proc_global_pages)
 }
 
 /*
- * One file per thread group with the device open: ours (0400, ours, the
+ * One file per thread group with the device open: ours (0444 and ours:
+ * who may read it is decided at each read, as for /proc/PID/maps; the
  * two lines); a child that becomes another user and opens the device gets
  * its own, owned by it, gone once it exited.
  */
@@ -1070,7 +1071,7 @@ TEST_F(ids, proc_tgid_files)
 	snprintf(path, sizeof(path), PROC_XPMEM "/%d", (int)getpid());
 	ASSERT_EQ(0, stat(path, &st));
 	ASSERT_TRUE(S_ISREG(st.st_mode));
-	ASSERT_EQ(0400, st.st_mode & 07777);
+	ASSERT_EQ(0444, st.st_mode & 07777);
 	ASSERT_EQ(geteuid(), st.st_uid);
 	ASSERT_EQ(getegid(), st.st_gid);
 	ASSERT_EQ(0, read_tgid(getpid(), v));
@@ -1105,7 +1106,7 @@ TEST_F(ids, proc_tgid_files)
 	}
 	snprintf(path, sizeof(path), PROC_XPMEM "/%d", (int)child);
 	ASSERT_EQ(0, stat(path, &st));
-	ASSERT_EQ(0400, st.st_mode & 07777);
+	ASSERT_EQ(0444, st.st_mode & 07777);
 	if (geteuid() == 0) {
 		ASSERT_EQ(ALICE, st.st_uid);
 		ASSERT_EQ(ALICE, st.st_gid);

@@ -887,6 +887,44 @@ TEST_F(cli, stats_counts_segments)
 	munmap(buf, 3 * PAGE);
 }
 
+/*
+ * The counters are every user's: a user reads none of them, directly or
+ * through the tool, which says why in one line and exits 1.
+ */
+TEST_F(cli, stats_root_only)
+{
+	const char *nl;
+	struct run *r;
+	pid_t c;
+
+	c = fork_child();
+	ASSERT_LE(0, c);
+	if (c == 0) {
+		char buf[64];
+		int fd;
+
+		if (setgroups(0, NULL) ||
+		    setresgid(OTHER_UID, OTHER_UID, OTHER_UID) ||
+		    setresuid(OTHER_UID, OTHER_UID, OTHER_UID))
+			_exit(1);
+		fd = open(STATS_DIR "segments", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+			_exit(2);
+		_exit(fd < 0 && errno == EACCES ? 0 : 3);
+	}
+	EXPECT_EQ(0, wait_child(c));
+
+	r = cli_run(self->cli, OTHER_UID, NULL, ARGS("stats"));
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(1, r->status) run_log(_metadata, r);
+	EXPECT_EQ(NULL, strstr(r->out, "segments")) run_log(_metadata, r);
+	EXPECT_NE(NULL, strstr(r->err, "root only")) run_log(_metadata, r);
+	/* one line, not one per counter */
+	nl = strchr(r->err, '\n');
+	EXPECT_TRUE(nl && !nl[1]) run_log(_metadata, r);
+	run_free(r);
+}
+
 /* ---- list --------------------------------------------------------------- */
 
 struct got {

@@ -1820,6 +1820,115 @@ TEST_F(xpmem, exec_cleans_up)
 	ASSERT_COUNTERS_AT_BASE();
 }
 
+/* A process that shares its creator's address space (CLONE_VM). */
+struct vm_sharer {
+	int rd;			/* waits for end of file on it */
+	int close[4];		/* its copies of the creator's descriptors */
+};
+
+static int vm_sharer_main(void *arg)
+{
+	struct vm_sharer *v = arg;
+	unsigned int i;
+	char c;
+
+	for (i = 0; i < ARRAY_SIZE(v->close); i++)
+		close(v->close[i]);
+	while (read(v->rd, &c, 1) > 0)
+		;
+	return 0;
+}
+
+/*
+ * An owner execs keeping its device file open (no O_CLOEXEC) while
+ * another process still uses its old address space (it shares it through
+ * CLONE_VM, as a copy or a /proc reader may hold it for a while): the
+ * segments it made before are as good as removed.  GET, ATTACH through a
+ * permit gotten before, and a copy fail with ENOENT.
+ */
+TEST_F(xpmem, exec_keeping_fd_ends_segments)
+{
+	struct xpmem_ext_copy cp = { .len = PAGE };
+	xpmem_segid_t segid;
+	xpmem_apid_t apid, apid2;
+	int e[2], pb[2], r_get, r_att;
+	long r_copy;
+	pid_t a, b;
+	struct chan ch;
+	char *buf, m;
+	void *att;
+
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	buf = map_anon(PAGE);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, chan_init(&ch));
+	ASSERT_EQ(0, pipe2(e, O_CLOEXEC));	/* end of file: exec done */
+	ASSERT_EQ(0, pipe2(pb, O_CLOEXEC));	/* to the sharer */
+	a = fork_child();
+	ASSERT_LE(0, a);
+	if (a == 0) {
+		struct vm_sharer v;
+		char *p = map_anon(PAGE), *stack = map_anon(16 * PAGE);
+		int fd = open(XPMEM_DEV_PATH, O_RDWR);	/* kept over exec */
+
+		chan_child(&ch);
+		close(e[0]);
+		close(pb[1]);
+		if (!p || !stack || fd < 0 || xp_make(fd, p, PAGE, 0666, &segid))
+			_exit(1);
+		memset(p, 'a', PAGE);
+		v = (struct vm_sharer){
+			.rd = pb[0],
+			.close = { fd, e[1], ch.to_parent[1], ch.to_child[0] },
+		};
+		b = clone(vm_sharer_main, stack + 16 * PAGE, CLONE_VM | SIGCHLD,
+			  &v);
+		if (b < 0)
+			_exit(2);
+		close(pb[0]);
+		if (send_msg(ch.to_parent[1], &segid, sizeof(segid)) ||
+		    send_msg(ch.to_parent[1], &b, sizeof(b)) ||
+		    recv_msg(ch.to_child[0], &m, 1) ||
+		    dup2(ch.to_child[0], 0) != 0)
+			_exit(3);
+		execl("/bin/sh", "sh", "-c", "read x; exit 0", (char *)NULL);
+		_exit(4);
+	}
+	chan_parent(&ch);
+	close(e[1]);
+	close(pb[0]);
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &segid, sizeof(segid)));
+	ASSERT_EQ(0, recv_msg(ch.to_parent[0], &b, sizeof(b)));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+
+	/* the exec; the sharer keeps the old address space */
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "x", 1));
+	ASSERT_EQ(0, read(e[0], &m, 1));
+	r_get = xp_get(self->fd, segid, XPMEM_RDWR, &apid2);
+	r_att = xp_attach(self->fd, apid, 0, PAGE, NULL, &att);
+	cp.apid = apid;
+	cp.addr = (uintptr_t)buf;
+	r_copy = xp_ext_copy(self->fd, &cp);
+	TH_LOG("after the owner's exec: get %d, attach %d, copy %ld",
+	       r_get, r_att, r_copy);
+	EXPECT_EQ(-ENOENT, r_get);
+	EXPECT_EQ(-ENOENT, r_att);
+	EXPECT_EQ(-ENOENT, r_copy);
+
+	if (!r_get)
+		EXPECT_EQ(0, xp_release(self->fd, apid2));
+	if (!r_att)
+		EXPECT_EQ(0, xp_detach(self->fd, att));
+	EXPECT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, send_msg(ch.to_child[1], "\n", 1));
+	ASSERT_EQ(0, wait_child(a));
+	close(pb[1]);			/* the sharer (now ours) ends */
+	ASSERT_EQ(0, wait_child(b));
+	close(e[0]);
+	munmap(buf, PAGE);
+	ASSERT_COUNTERS_AT_BASE();
+}
+
 /* Read /proc/xpmem-objects/<pid> into @buf; -errno if it cannot. */
 static int read_objects(pid_t pid, char *buf, size_t len)
 {
@@ -1841,8 +1950,9 @@ static int read_objects(pid_t pid, char *buf, size_t len)
 
 /*
  * /proc/xpmem-objects/<tgid> lists the thread group's segments, permits
- * and attachments (for `xpmem list`), is its owner's only (0400: another
- * uid gets EACCES), and follows RELEASE and REMOVE; the classic
+ * and attachments (for `xpmem list`), is readable only by who may
+ * ptrace-read the group (another uid gets EACCES), and follows RELEASE
+ * and REMOVE; the classic
  * /proc/xpmem/<tgid> keeps exactly its two lines.
  */
 TEST_F(xpmem, proc_objects_lists_what_exists)

@@ -10,6 +10,12 @@
  * later gets the same pid number gets files of its own, which the first
  * user cannot read.
  *
+ * Who may read a <tgid> file is decided at each open and read against
+ * the thread group's credentials of the moment (as for /proc/PID/maps):
+ * after a set-user-ID exec, which keeps the thread group, the user who ran
+ * the program reads nothing of it, not even through a descriptor opened
+ * before the exec.
+ *
  * Runs as root in the test VM (users alice/bob, uid/gid 1000/1001);
  * skips without the module.  Children are forked, or cloned with clone3()
  * at a chosen pid (set_tid) to reuse a number; everything synchronises
@@ -196,6 +202,95 @@ static int readable_by(uid_t uid, const char *dir, pid_t pid)
 		_exit(r == -EACCES || r == -ENOENT ? 0 : 2);
 	}
 	return wait_child(c) ? 1 : 0;
+}
+
+/*
+ * What a reader found in an objects file: L lists the segment, N readable
+ * but does not list it, D denied (EACCES or EPERM), E anything else.
+ */
+static char classify_read(int fd, xpmem_segid_t segid)
+{
+	char buf[4096];
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return 'E';
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return errno == EACCES || errno == EPERM ? 'D' : 'E';
+	buf[n] = 0;
+	return lists_segment(buf, segid) ? 'L' : 'N';
+}
+
+static char classify_open(const char *dir, pid_t pid, xpmem_segid_t segid)
+{
+	char path[64], r;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d", dir, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EACCES || errno == EPERM ? 'D' : 'E';
+	r = classify_read(fd, segid);
+	close(fd);
+	return r;
+}
+
+#define SUID_ARG	"--suid-maker"
+
+/*
+ * The set-user-ID program the suid test's child execs (this very binary,
+ * copied set-user-ID root): argv = SUID_ARG, device fd, write end, read
+ * end.  The device file opened before the exec stays open (it serves the
+ * old mm only, but keeps the thread group's /proc files); the program
+ * opens the device again, exports a page through it, sends its euid and
+ * the segid, waits for a byte, exits.
+ */
+static int suid_maker(char **argv)
+{
+	int old = atoi(argv[2]), wr = atoi(argv[3]), rd = atoi(argv[4]);
+	xpmem_segid_t segid;
+	uid_t euid = geteuid();
+	char *b, m;
+	int fd;
+
+	if (fcntl(old, F_GETFD) < 0)
+		return 2;
+	b = map_anon(PAGE);
+	fd = xp_open();
+	if (!b || fd < 0 || xp_make(fd, b, PAGE, 0600, &segid))
+		return 3;
+	strcpy(b, "root's secret");
+	if (send_msg(wr, &euid, sizeof(euid)) ||
+	    send_msg(wr, &segid, sizeof(segid)))
+		return 4;
+	recv_msg(rd, &m, 1);
+	return 0;
+}
+
+/* Copy /proc/self/exe to @path, set-user-ID root; 0 or -1. */
+static int copy_self_suid(const char *path)
+{
+	char buf[65536];
+	int in, out, ret = -1;
+	ssize_t n;
+
+	in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -1;
+	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+	if (out < 0)
+		goto close_in;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			goto close_out;
+	if (n == 0 && !fchown(out, 0, 0) && !fchmod(out, 04755))
+		ret = 0;
+close_out:
+	close(out);
+close_in:
+	close(in);
+	return ret;
 }
 
 /* ---- fixture ------------------------------------------------------------ */
@@ -557,4 +652,121 @@ out:
 	ASSERT_COUNTERS_AT_BASE();
 }
 
-TEST_HARNESS_MAIN
+/*
+ * Alice runs a set-user-ID root program that uses the device file she
+ * opened before the exec (no O_CLOEXEC).  Her reader, which could read
+ * her process's objects before the exec, reads nothing of the segment
+ * the program exports after it: neither through the descriptor it opened
+ * before the exec nor through a new open.
+ */
+TEST_F(proc, setuid_exec_objects_hidden_from_invoker)
+{
+	xpmem_segid_t s1, s2;
+	struct chan ct, cr;
+	char path[64], r[3];
+	pid_t t, rd;
+	uid_t euid;
+	char m;
+
+	snprintf(path, sizeof(path), "/tmp/xpmem_proc-suid.%d", (int)getpid());
+	unlink(path);
+	ASSERT_EQ(0, copy_self_suid(path));
+	ASSERT_EQ(0, chan_init(&ct));
+	t = fork_child();
+	ASSERT_LE(0, t);
+	if (t == 0) {
+		char sfd[16], swr[16], srd[16];
+		char *av[] = { path, SUID_ARG, sfd, swr, srd, NULL };
+		xpmem_segid_t s;
+		char *b;
+		int fd;
+
+		chan_child(&ct);
+		if (become(ALICE) || prctl(PR_SET_DUMPABLE, 1))
+			_exit(1);
+		b = map_anon(PAGE);
+		fd = open(XPMEM_DEV_PATH, O_RDWR);
+		if (!b || fd < 0 || xp_make(fd, b, PAGE, 0600, &s))
+			_exit(2);
+		if (send_msg(ct.to_parent[1], &s, sizeof(s)))
+			_exit(3);
+		if (recv_msg(ct.to_child[0], &m, 1))
+			_exit(4);
+		snprintf(sfd, sizeof(sfd), "%d", fd);
+		snprintf(swr, sizeof(swr), "%d", ct.to_parent[1]);
+		snprintf(srd, sizeof(srd), "%d", ct.to_child[0]);
+		execv(path, av);
+		_exit(5);
+	}
+	chan_parent(&ct);
+	ASSERT_EQ(0, recv_msg(ct.to_parent[0], &s1, sizeof(s1)));
+
+	ASSERT_EQ(0, chan_init(&cr));
+	rd = fork_child();
+	ASSERT_LE(0, rd);
+	if (rd == 0) {
+		char dir_fd_path[64];
+		xpmem_segid_t s;
+		int fd;
+
+		chan_child(&cr);
+		if (become(ALICE))
+			_exit(1);
+		snprintf(dir_fd_path, sizeof(dir_fd_path), "%s/%d",
+			 PROC_OBJECTS, (int)t);
+		fd = open(dir_fd_path, O_RDONLY | O_CLOEXEC);
+		if (recv_msg(cr.to_child[0], &s, sizeof(s)))
+			_exit(2);
+		r[0] = fd < 0 ? 'D' : classify_read(fd, s);
+		if (send_msg(cr.to_parent[1], r, 1) ||
+		    recv_msg(cr.to_child[0], &s, sizeof(s)))
+			_exit(3);
+		r[1] = fd < 0 ? 'D' : classify_read(fd, s);
+		r[2] = classify_open(PROC_OBJECTS, t, s);
+		if (send_msg(cr.to_parent[1], r + 1, 2))
+			_exit(4);
+		_exit(0);
+	}
+	chan_parent(&cr);
+	/* before the exec, alice reads her own process's objects */
+	ASSERT_EQ(0, send_msg(cr.to_child[1], &s1, sizeof(s1)));
+	ASSERT_EQ(0, recv_msg(cr.to_parent[0], r, 1));
+	EXPECT_EQ('L', r[0]);
+
+	/* the exec; the program exports a segment as root */
+	ASSERT_EQ(0, send_msg(ct.to_child[1], "x", 1));
+	if (recv_msg(ct.to_parent[0], &euid, sizeof(euid))) {
+		close(cr.to_child[1]);
+		wait_child(rd);
+		unlink(path);
+		ASSERT_EQ(0, wait_child(t)) TH_LOG("the set-user-ID program failed");
+	}
+	ASSERT_EQ(0, recv_msg(ct.to_parent[0], &s2, sizeof(s2)));
+	if (euid != 0) {
+		close(cr.to_child[1]);
+		wait_child(rd);
+		send_msg(ct.to_child[1], "x", 1);
+		wait_child(t);
+		unlink(path);
+		SKIP(return, "the exec did not set the user id (nosuid /tmp?)");
+	}
+
+	ASSERT_EQ(0, send_msg(cr.to_child[1], &s2, sizeof(s2)));
+	ASSERT_EQ(0, recv_msg(cr.to_parent[0], r + 1, 2));
+	TH_LOG("alice after the exec: old descriptor %c, new open %c",
+	       r[1], r[2]);
+	EXPECT_EQ('D', r[1]);
+	EXPECT_EQ('D', r[2]);
+	ASSERT_EQ(0, wait_child(rd));
+	ASSERT_EQ(0, send_msg(ct.to_child[1], "x", 1));
+	ASSERT_EQ(0, wait_child(t));
+	unlink(path);
+	ASSERT_COUNTERS_AT_BASE();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 5 && !strcmp(argv[1], SUID_ARG))
+		return suid_maker(argv);
+	return test_harness_run(argc, argv);
+}

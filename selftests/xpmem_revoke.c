@@ -16,6 +16,7 @@
 #include <liburing.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <sys/inotify.h>
 #include <pthread.h>
 
 #include "kselftest_harness.h"
@@ -246,6 +247,113 @@ TEST_F_TIMEOUT(revoke, copy_in_flight_stops, 60)
 out:
 	if (!removed)
 		ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+}
+
+/*
+ * A copy whose local buffer faults slowly holds nothing of the owner's
+ * while it waits: no page and no reference to its address space.  The
+ * owner, which maps a file, exits while the copy waits in its local
+ * buffer; its address space is torn down at its exit all the same, which
+ * shows as the mapping's close of the file (inotify) before the owner is
+ * reaped.  The copy, when its fault is resolved, stops where it waited.
+ */
+FIXTURE(owner_gone)
+{
+	int fd;
+	long segs, permits, atts;
+};
+
+FIXTURE_SETUP(owner_gone)
+{
+	XP_FIXTURE_OPEN();
+}
+
+FIXTURE_TEARDOWN(owner_gone)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F_TIMEOUT(owner_gone, copy_waiting_in_local_fault, 60)
+{
+	FIXTURE_VARIANT(revoke) from = { .release = false };
+	char path[64], ev[4096];
+	xpmem_segid_t segid;
+	struct chan co, cc;
+	int in, st, f, rerr = 0;
+	ssize_t n = -1;
+	pid_t o, c;
+	char b;
+
+	snprintf(path, sizeof(path), "/tmp/xpmem_revoke-map.%d", (int)getpid());
+	f = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ASSERT_LE(0, f);
+	ASSERT_EQ(0, ftruncate(f, PAGE));
+	close(f);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (in < 0 && errno == ENOSYS) {
+		unlink(path);
+		SKIP(return, "no inotify (CONFIG_INOTIFY_USER)");
+	}
+	ASSERT_LE(0, in);
+	ASSERT_LE(0, inotify_add_watch(in, path, IN_CLOSE));
+	ASSERT_EQ(0, chan_init(&co));
+	o = fork_child();
+	ASSERT_LE(0, o);
+	if (o == 0) {
+		char *p = map_anon(LEN), *m;
+		int fd = xp_open(), mf = open(path, O_RDWR | O_CLOEXEC);
+
+		chan_child(&co);
+		if (!p || fd < 0 || mf < 0)
+			_exit(1);
+		m = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, mf, 0);
+		close(mf);	/* the mapping keeps the file until teardown */
+		memset(p, 'O', LEN);
+		if (m == MAP_FAILED || xp_make(fd, p, LEN, 0666, &segid) ||
+		    send_msg(co.to_parent[1], &segid, sizeof(segid)))
+			_exit(2);
+		recv_msg(co.to_child[0], &b, 1);
+		_exit(0);
+	}
+	chan_parent(&co);
+	ASSERT_EQ(0, recv_msg(co.to_parent[0], &segid, sizeof(segid)));
+	/* the events of the opens and closes so far */
+	while (read(in, ev, sizeof(ev)) > 0)
+		;
+
+	ASSERT_EQ(0, chan_init(&cc));
+	c = fork_child();
+	ASSERT_LE(0, c);
+	if (c == 0) {
+		chan_child(&cc);
+		_exit(attacher_run(segid, &from, &cc));
+	}
+	chan_parent(&cc);
+	/* the copy waits in its local buffer: the owner exits now */
+	if (recv_msg(cc.to_parent[0], &b, 1) == 0) {
+		ASSERT_EQ(0, send_msg(co.to_child[1], "x", 1));
+		ASSERT_EQ(0, wait_child(o));
+		o = 0;
+		n = read(in, ev, sizeof(ev));
+		rerr = errno;
+		ASSERT_EQ(0, send_msg(cc.to_child[1], "g", 1));
+	}
+	st = wait_child(c);
+	if (o)
+		wait_child(o);
+	close(in);
+	unlink(path);
+	if (st == 100)
+		SKIP(return, "userfaultfd unavailable");
+	/* the owner's address space went with it: its mapping closed */
+	EXPECT_LT(0, n) TH_LOG("no close of the owner's mapped file: %s",
+			       n < 0 ? strerror(rerr) : "end of file");
+	/* stopped where it waited */
+	ASSERT_EQ(0, st) {
+		TH_LOG("attacher failed at line %d", st);
+	}
 	ASSERT_COUNTERS_AT_BASE();
 }
 

@@ -32,10 +32,26 @@ static inline long sysfs_read_long(const char *dir, const char *name)
 	return v;
 }
 
-/* A counter from STATS_DIR, or -1 if it does not exist. */
+/* A counter from STATS_DIR, or -1 if it does not exist (or, root only). */
 static inline long stat_read(const char *name)
 {
 	return sysfs_read_long(STATS_DIR, name);
+}
+
+/*
+ * A counter read afresh through @fd, a STATS_DIR file opened before: the
+ * counters are readable by root only, so a child that becomes another
+ * user opens them first.  -1 on error.
+ */
+static inline long stat_pread(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strtol(buf, NULL, 10);
 }
 
 #endif /* XPMEM_SYSFS_H */

@@ -12,7 +12,8 @@
  *           variables that influence the choice.  Exit 0 when a backend is
  *           usable, 1 when none is.
  *   stats   every counter of /sys/class/misc/xpmem/stats/; exit 1 when the
- *           module is not loaded.
+ *           module is not loaded or the caller may not read them (they are
+ *           every user's: root only).
  *   list    segments, permits and attachments the caller may see.  Kernel
  *           backend: every readable /proc/xpmem-objects/<tgid> (files of
  *           other users are not readable and are counted as "hidden"; a
@@ -836,6 +837,16 @@ static int cmd_stats(bool json)
 			ret == -ENOENT ? " (the xpmem module is not loaded)" : "");
 		return 1;
 	}
+	/* the counters are global: the module lets root only read them */
+	for (i = 0; i < n && (kvs[i].err == EACCES || kvs[i].err == EPERM); i++)
+		;
+	if (n && i == n) {
+		fprintf(stderr, PROG ": " SYS_STATS ": %s (the counters are "
+			"every user's, readable by root only)\n",
+			strerror(kvs[0].err));
+		free(kvs);
+		return 1;
+	}
 	for (i = 0; i < n; i++) {
 		if (kvs[i].err) {
 			report_in(SYS_STATS, kvs[i].name, kvs[i].err);
@@ -1088,7 +1099,11 @@ static int list_proc_one(const char *dir, int dfd, const char *name,
 	}
 	ret = read_proc_file(f, tgid, l);
 	fclose(f);
-	if (!ret || ret == -ENOENT || ret == -EIO)
+	/* the module decides again at the read: the group changed creds */
+	if (ret == -EACCES || ret == -EPERM)
+		l->hidden++;
+	if (!ret || ret == -ENOENT || ret == -EIO || ret == -EACCES ||
+	    ret == -EPERM)
 		return 0;
 	report_in(dir, name, -ret);
 	return 1;
@@ -1522,8 +1537,9 @@ static const struct command commands[] = {
 	  "XPMEM_BACKEND, XPMEM_SHM_DIR and XPMEM_DEBUG if set.\n"
 	  "Exit status 0 when a backend is usable, 1 when none is.\n" },
 	{ "stats", cmd_stats,
-	  "Every counter of " SYS_STATS "/, one \"name value\" per line.\n"
-	  "Exit status 1 when the module is not loaded.\n" },
+	  "Every counter of " SYS_STATS "/, one \"name value\" per line\n"
+	  "(global counters: root only).\n"
+	  "Exit status 1 when the module is not loaded or they cannot be read.\n" },
 	{ "list", cmd_list,
 	  "Segments, permits and attachments of the processes you may see.\n"
 	  "Kernel backend: every readable " PROC_OBJECTS "/<tgid> file; the\n"
