@@ -560,6 +560,9 @@ void xpmem_map_exit(void);
 unsigned long xpmem_hmm_pfn(unsigned long hmm_pfn);
 pmd_t *xpmem_find_pmd(struct mm_struct *mm, unsigned long addr);
 int xpmem_fault_prepare_pt(struct vm_fault *vmf);
+bool xpmem_fault_verify(struct mm_struct *owner, unsigned long oaddr,
+			unsigned long *pfns, unsigned long npages,
+			unsigned long fidx);
 bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf, struct xpmem_att *att,
 			      unsigned long oaddr);
 vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,

@@ -127,7 +127,12 @@ vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite)
 		/* our own page, mapped read-only: the core upgrades it */
 		if (pte_pfn(vmf->orig_pte) == page_to_pfn(page))
 			return 0;
-		/* the zero page (or a stale owner PTE): write fault next */
+		/*
+		 * The zero page (or a stale owner PTE): write fault next.  It
+		 * maps the page allocated just above, which stays the
+		 * attachment's, so the next mkwrite here returns 0 above:
+		 * this branch is taken at most once per page and PTE.
+		 */
 		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 		return VM_FAULT_NOPAGE;
 	}
