@@ -802,10 +802,12 @@ static int coh_child(xpmem_segid_t segid, struct chan *ch)
 			if (!touch_read64((uint64_t *)(c.win + i * PAGE), &v) &&
 			    v == coh_tag(i, step))
 				continue;
-			if (!bad++)
+			if (!bad++) {
 				printf("# step %u: page %lu holds %#llx, not %#llx\n",
 				       step, i, (unsigned long long)v,
 				       (unsigned long long)coh_tag(i, step));
+				fflush(stdout);
+			}
 		}
 		pthread_mutex_unlock(&c.lock);
 		if (send_msg(ch->to_parent[1], &bad, sizeof(bad)))
@@ -876,7 +878,7 @@ static int coh_step(char *b, char *park, int kind)
  */
 TEST_F_TIMEOUT(huge, thp_coherence_with_reattach, 600)
 {
-	int rounds = 20, r, k, bad = 0;
+	int rounds = 4, r, k, bad = 0;
 	unsigned int step = 0, stop = 0;
 	char *park = thp_alloc(HPAGE, 0);
 
@@ -911,6 +913,7 @@ TEST_F_TIMEOUT(huge, thp_coherence_with_reattach, 600)
 				       coh_names[k], bad);
 			}
 		}
+		TH_LOG("round %d of %d done", r + 1, rounds);
 	}
 	ASSERT_EQ(0, send_msg(self->ch.to_child[1], &stop, sizeof(stop)));
 	EXPECT_EQ(0, wait_child(self->child));
