@@ -1227,6 +1227,55 @@ TEST_F(xpmem, write_after_read_one_fault_per_window)
 }
 
 /*
+ * A write to a read-only PTE that names another page than the owner's
+ * writable one - here our zero page, read before the owner ever wrote the
+ * page - zaps that PTE and maps the owner's new page writable in the same
+ * ->pfn_mkwrite: one fault of the attachment, where zapping alone and
+ * repeating the access took two, and a read fault of another thread in
+ * between could put a read-only PTE back each time, so that the write
+ * could go round zap and repeat without end.
+ */
+TEST_F(xpmem, mkwrite_of_stale_pte_maps_in_the_same_fault)
+{
+	const size_t len = 4 * PAGE;
+	xpmem_segid_t segid;
+	pid_t pid;
+	char *buf;
+
+	buf = map_anon(len);	/* never written: the owner's zero page */
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	pid = fork_child();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
+		long faults;
+		size_t i;
+
+		if (all_bytes(a, len, 0))	/* read-only, our zero page */
+			_exit(2);
+		faults = stat_read("faults");
+		for (i = 0; i < len; i += PAGE)
+			a[i + 1] = (char)('a' + i / PAGE);
+		faults = stat_read("faults") - faults;
+		if (faults != 1) {
+			printf("# %ld faults for the first write pass\n",
+			       faults);
+			fflush(stdout);
+			_exit(3);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	for (size_t i = 0; i < len; i += PAGE)
+		ASSERT_EQ((char)('a' + i / PAGE), buf[i + 1]);
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+/*
  * A write maps the pages of its window that the owner maps writable
  * writable, never the ones it shares copy-on-write: the owner forked, so
  * pages 1..3 are shared with its child and read-only in both; the owner
