@@ -316,6 +316,12 @@ struct xpmem_mirror {
 	struct xpmem_att *att;
 	struct xpmem_seg_range r;	/* within one segment range */
 	bool live;			/* notifier inserted */
+	/*
+	 * Set once a fault's mmu_interval_read_begin() returned after the
+	 * insertion: every invalidation still in flight since then has
+	 * reached the callback (xpmem_fault_win_settle()).
+	 */
+	bool settled;
 };
 
 struct xpmem_att {
