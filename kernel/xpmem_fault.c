@@ -650,8 +650,14 @@ put_file:
  * says.  A window with a page the owner cannot fault (past its file's
  * end, a guard page) is resolved once more as the faulting page alone:
  * the same waits again for one page, att->lock briefly to narrow the
- * listed window, nothing new.  So nothing the owner does keeps it in an
- * uninterruptible sleep for longer than one of those bounded steps.
+ * listed window, nothing new.  A ->pfn_mkwrite whose PTE names another
+ * page than the owner's writable one zaps it and resolves the page once
+ * more as a write ->fault: the same waits again, once.  The first fault
+ * of a mirror inserted while the owner was invalidating waits, once and
+ * uninterruptibly, in mmu_interval_read_begin() for the owner's
+ * invalidations in flight to end (xpmem_fault_win_settle()).  Otherwise
+ * nothing the owner does keeps it in an uninterruptible sleep for longer
+ * than one of those bounded steps.
  * It maps only owner VMAs that are not attachments
  * (xpmem_vma_mirrorable()), so it never builds a mirror of a mirror; the
  * mkwrite's upgrade of its window maps nothing new, it only makes

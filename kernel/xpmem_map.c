@@ -516,7 +516,8 @@ vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
  * pages) whose page the owner maps writable, so that a write pass after a
  * read pass takes one fault per window, not one per page.  A written PTE
  * that names another page than the owner's writable one (our zero page, a
- * page COW-broken meanwhile) must go, and nothing else changes.
+ * page COW-broken meanwhile) must go, and nothing else changes here: the
+ * caller zaps it and maps the owner's page as a write fault does.
  *
  * Return: VM_FAULT_NOPAGE, with *@zap set if the written PTE must go.
  */

@@ -16,7 +16,9 @@
  *   i_mmap_rwsem the core holds;
  * - a fault lists its window before it resolves it; every invalidation
  *   that overlaps a listed window marks it, and a fault waits - killably -
- *   only for listed invalidations in flight that overlap its window.
+ *   only for listed invalidations in flight that overlap its window, once
+ *   its mirror's first fault has waited out the invalidations in flight
+ *   at the notifier's insertion, which never reach its callback.
  * This file calls nothing of the fault path (xpmem_fault.c), which uses it.
  */
 #include <linux/hash.h>
