@@ -1351,9 +1351,9 @@ TEST_F_TIMEOUT(xpmem, attach_during_owner_discard_maps_no_freed_page, 240)
  * writable one - here our zero page, read before the owner ever wrote the
  * page - zaps that PTE and maps the owner's new page writable in the same
  * ->pfn_mkwrite: one fault of the attachment, where zapping alone and
- * repeating the access took two, and a read fault of another thread in
- * between could put a read-only PTE back each time, so that the write
- * could go round zap and repeat without end.
+ * repeating the access would take two, and a read fault of another
+ * thread in between could put a read-only PTE back each time, so that
+ * the write could go round zap and repeat without end.
  */
 TEST_F(xpmem, mkwrite_of_stale_pte_maps_in_the_same_fault)
 {
