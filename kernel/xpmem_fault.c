@@ -214,6 +214,19 @@ struct xpmem_fault {
 };
 
 /*
+ * The owner address that attacher address @addr of @f's VMA mirrors,
+ * found from the VMA's file offset (the segment offset) and the window's
+ * mirror alone, never from the window's own arithmetic.
+ */
+static unsigned long xpmem_fault_oaddr(struct xpmem_fault *f,
+				       unsigned long addr)
+{
+	return xpmem_range_oaddr(&f->win.m->r,
+				 linear_page_index(f->vmf->vma, addr) <<
+				 PAGE_SHIFT);
+}
+
+/*
  * The 2 MiB window of a PMD fault, if the owner VMA and the mirror cover
  * all of it and the owner does not map it with PTEs.
  */
@@ -432,20 +445,32 @@ static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
 {
 	struct xpmem_att *att = f->att;
 	unsigned long *pfns = f->pfns;
+	unsigned long npages = (f->hi - f->lo) >> PAGE_SHIFT;
 	vm_fault_t ret;
 
 	if (att->dead)	/* revoked: the repeated access sees it first */
 		return att->zero_revoked ? VM_FAULT_NOPAGE : VM_FAULT_SIGBUS;
+	/*
+	 * Every entry checked against the owner's page at its own offset,
+	 * found afresh from the attacher address: whatever the window's
+	 * arithmetic did (narrowing, keep bounds), no PTE, upgrade or PMD
+	 * below names another page than the owner's there.
+	 */
+	if (!xpmem_fault_verify(att->seg->mm, xpmem_fault_oaddr(f, f->lo),
+				pfns, npages, f->fidx)) {
+		if (f->kind == XPMEM_FAULT_PMD)
+			return VM_FAULT_FALLBACK;
+		*zap = f->kind == XPMEM_FAULT_MKWRITE;
+		return VM_FAULT_NOPAGE;
+	}
 	if (f->kind == XPMEM_FAULT_MKWRITE)
-		return xpmem_fault_mkwrite(f->vmf, f->lo, pfns,
-					   (f->hi - f->lo) >> PAGE_SHIFT,
+		return xpmem_fault_mkwrite(f->vmf, f->lo, pfns, npages,
 					   f->fidx, zap);
 	if (!xpmem_att_mapped_set(att, f->off, f->hi - f->lo))
 		return VM_FAULT_SIGBUS;
 	if (f->kind == XPMEM_FAULT_PMD)
 		return xpmem_fault_insert_pmd(f->vmf, pfns, f->fidx, f->write);
-	ret = xpmem_fault_insert(f->vmf, f->lo, pfns,
-				 (f->hi - f->lo) >> PAGE_SHIFT, f->fidx,
+	ret = xpmem_fault_insert(f->vmf, f->lo, pfns, npages, f->fidx,
 				 f->write);
 	if (f->write && !(ret & VM_FAULT_ERROR) &&
 	    (pfns[f->fidx] & HMM_PFN_WRITE))
@@ -490,9 +515,26 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	mutex_unlock(&f.att->lock);
 	if (kind == XPMEM_FAULT_PMD)
 		mutex_unlock(&f.att->pt_lock);
-	if (zap)
-		xpmem_att_zap(f.att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
-	return ret;
+	if (!zap)
+		return ret;
+	/*
+	 * The written PTE names another page than the one the owner maps
+	 * writable there now (our zero page, a page the owner replaced or
+	 * COW-broke since): it goes, and this same fault then resolves the
+	 * page as a write ->fault does and maps it writable.  Returning after
+	 * the zap alone would repeat the access on nothing but the hope that
+	 * it reaches ->fault next; a read fault of another thread in between
+	 * would put a read-only PTE back and this branch could come round
+	 * again without end.  Now the access this fault repeats finds the
+	 * owner's page writable, or no PTE (the owner changed the page
+	 * meanwhile: then the next fault maps the new one), or a PTE another
+	 * fault mapped since, which names the owner's current page: each
+	 * repeat of this branch follows a change of the owner's page.  The
+	 * second resolution is a PTE fault, which never zaps: one zap per
+	 * ->pfn_mkwrite.
+	 */
+	xpmem_att_zap(f.att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+	return xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PTE, pfns, maxpages);
 }
 
 /*
@@ -602,7 +644,12 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 		return 0;
 	}
 	if (mkwrite) {
-		/* The next access takes ->fault, which may drop the lock. */
+		/*
+		 * The next access takes ->fault, which may drop the lock: it
+		 * finds no PTE, and ->fault never zaps, so this branch comes
+		 * again only after another fault mapped the page read-only,
+		 * which needed the owner's lock and so found it free.
+		 */
 		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 		return VM_FAULT_NOPAGE;
 	}
@@ -694,7 +741,13 @@ put_file:
  * attachment only what xpmem_zero_fault() says.  A window with a page
  * the owner cannot fault (past its file's end, a guard page) is resolved
  * once more as the faulting page alone: the same waits again for one
- * page, att->lock briefly to narrow the listed window, nothing new.  So
+ * page, att->lock briefly to narrow the listed window, nothing new.  A
+ * ->pfn_mkwrite whose PTE names another page than the owner's writable
+ * one zaps it and resolves the page once more as a write ->fault: the
+ * same waits again, once.  The first fault of a mirror inserted while
+ * the owner was invalidating waits, killably, until the owner's
+ * invalidations in flight at the insertion have ended
+ * (xpmem_fault_win_settle()).  So
  * nothing the owner does keeps it in an uninterruptible sleep for longer
  * than one of those bounded steps.
  * It maps only owner VMAs that are not attachments

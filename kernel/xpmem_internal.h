@@ -341,6 +341,12 @@ struct xpmem_mirror {
 	struct xpmem_att *att;
 	struct xpmem_seg_range r;	/* within one segment range */
 	bool live;			/* notifier inserted */
+	/*
+	 * Set once a fault's mmu_interval_read_begin() returned after the
+	 * insertion: every invalidation still in flight since then has
+	 * reached the callback (xpmem_fault_win_settle()).
+	 */
+	bool settled;
 };
 
 struct xpmem_att {
@@ -597,6 +603,9 @@ void xpmem_map_exit(void);
 unsigned long xpmem_hmm_pfn(unsigned long hmm_pfn);
 pmd_t *xpmem_find_pmd(struct mm_struct *mm, unsigned long addr);
 int xpmem_fault_prepare_pt(struct vm_fault *vmf);
+bool xpmem_fault_verify(struct mm_struct *owner, unsigned long oaddr,
+			unsigned long *pfns, unsigned long npages,
+			unsigned long fidx);
 bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf, struct xpmem_att *att,
 			      unsigned long oaddr);
 vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,

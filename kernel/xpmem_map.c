@@ -70,6 +70,104 @@ pmd_t *xpmem_find_pmd(struct mm_struct *mm, unsigned long addr)
 	return pmd_offset(pud, addr);
 }
 
+/*
+ * What the owner's page tables map at @oaddr now: the PFN and whether it
+ * is writable, read without the table locks.  The caller holds the
+ * owner's mmap_lock for reading, so the tables above a PTE table stay,
+ * and rcu_read_lock(), so a PTE table freed meanwhile (PT_RECLAIM,
+ * khugepaged's retraction) is freed only after it.  Return: false if
+ * nothing present is mapped there (none, swap, migration entries).
+ */
+static bool xpmem_owner_pfn(struct mm_struct *mm, unsigned long oaddr,
+			    unsigned long *pfn, bool *write)
+{
+	pgd_t *pgd = pgd_offset(mm, oaddr);
+	p4d_t *p4d;
+	pud_t *pud, pudval;
+	pmd_t pmdval;
+	pte_t pte;
+
+	if (pgd_none(*pgd) || pgd_bad(*pgd))
+		return false;
+	p4d = p4d_offset(pgd, oaddr);
+	if (p4d_none(*p4d) || p4d_bad(*p4d))
+		return false;
+	pud = pud_offset(p4d, oaddr);
+	pudval = READ_ONCE(*pud);
+	if (pud_none(pudval) || !pud_present(pudval))
+		return false;
+	if (pud_leaf(pudval)) {
+		*pfn = pud_pfn(pudval) + ((oaddr & ~PUD_MASK) >> PAGE_SHIFT);
+		*write = pud_write(pudval);
+		return true;
+	}
+	if (pud_bad(pudval))
+		return false;
+	pmdval = xpmem_pmdp_get_lockless(pmd_offset(pud, oaddr));
+	if (pmd_none(pmdval) || !pmd_present(pmdval))
+		return false;
+	if (pmd_leaf(pmdval)) {
+		*pfn = pmd_pfn(pmdval) + ((oaddr & ~PMD_MASK) >> PAGE_SHIFT);
+		*write = pmd_write(pmdval);
+		return true;
+	}
+	if (pmd_bad(pmdval))
+		return false;
+	pte = ptep_get(pte_offset_kernel(&pmdval, oaddr));
+	if (!pte_present(pte))
+		return false;
+	*pfn = pte_pfn(pte);
+	*write = pte_write(pte);
+	return true;
+}
+
+/**
+ * xpmem_fault_verify - keep only the entries that name the owner's page
+ * @owner: the owner's mm, its mmap_lock held for reading
+ * @oaddr: the owner address of @pfns[0], from the attacher address and
+ *	the attachment's segment offset (not from the window's arithmetic)
+ * @pfns: hmm_range_fault() entries, one per page of a resolved window
+ * @npages: how many
+ * @fidx: the faulting page's index
+ *
+ * Whatever the module maps names exactly the owner's page at that offset:
+ * each valid entry is compared with what the owner's page tables map at
+ * @oaddr + i pages now.  Under att->lock with the window not stale, so
+ * every change of those entries since hmm_range_fault() read them marked
+ * the window (the invalidate callback takes att->lock first): a present
+ * entry that names another page is a bug (WARN), and is not mapped, nor
+ * is an entry the owner does not map now; one the owner no longer maps
+ * writable is mapped read-only.  Lock-free reads only (no table lock, no
+ * allocation), so it may run under the attacher's page table lock too.
+ *
+ * Return: false if the faulting page's entry was dropped (the access is
+ * then repeated rather than failed).
+ */
+bool xpmem_fault_verify(struct mm_struct *owner, unsigned long oaddr,
+			unsigned long *pfns, unsigned long npages,
+			unsigned long fidx)
+{
+	unsigned long i, pfn;
+	bool write;
+
+	rcu_read_lock();
+	for (i = 0; i < npages; i++, oaddr += PAGE_SIZE) {
+		unsigned long p = pfns[i];
+
+		if (!(p & HMM_PFN_VALID) || (p & HMM_PFN_ERROR))
+			continue;
+		if (!xpmem_owner_pfn(owner, oaddr, &pfn, &write) ||
+		    WARN_ON_ONCE(pfn != xpmem_hmm_pfn(p))) {
+			pfns[i] = 0;
+			continue;
+		}
+		if (!write)
+			pfns[i] &= ~HMM_PFN_WRITE;
+	}
+	rcu_read_unlock();
+	return pfns[fidx] & HMM_PFN_VALID;
+}
+
 /* The faulting address's PMD slot (@vmf->pmd is NULL after a reversal). */
 static pmd_t *xpmem_fault_pmd(struct vm_fault *vmf)
 {
@@ -418,7 +516,8 @@ vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
  * pages) whose page the owner maps writable, so that a write pass after a
  * read pass takes one fault per window, not one per page.  A written PTE
  * that names another page than the owner's writable one (our zero page, a
- * page COW-broken meanwhile) must go, and nothing else changes.
+ * page COW-broken meanwhile) must go, and nothing else changes here: the
+ * caller zaps it and maps the owner's page as a write fault does.
  *
  * Return: VM_FAULT_NOPAGE, with *@zap set if the written PTE must go.
  */

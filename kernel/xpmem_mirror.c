@@ -16,7 +16,9 @@
  *   i_mmap_rwsem the core holds;
  * - a fault lists its window before it resolves it; every invalidation
  *   that overlaps a listed window marks it, and a fault waits - killably -
- *   only for listed invalidations in flight that overlap its window.
+ *   only for listed invalidations in flight that overlap its window, once
+ *   its mirror's first fault has waited out the invalidations in flight
+ *   at the notifier's insertion, which never reach its callback.
  * This file calls nothing of the fault path (xpmem_fault.c), which uses it.
  */
 #include <linux/hash.h>
@@ -416,6 +418,22 @@ static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
 {
 	struct xpmem_omm *omm = m->att->omm;
 
+	/*
+	 * An invalidation already in progress when the mirror's notifier
+	 * was inserted never calls its callback, and is on the record only
+	 * if another mirror of the owner saw it: a fault that trusted the
+	 * record could read, and map, pages the owner is about to free.
+	 * The core makes such a notifier's mmu_interval_read_begin() wait
+	 * until the owner has no invalidation in flight; once it has
+	 * returned, every later invalidation reaches the callback, so the
+	 * first fault of each mirror asks it, and the others need not.
+	 * Uninterruptible, as with a lost record below, but only for a
+	 * mirror inserted during an invalidation, and only once.
+	 */
+	if (!READ_ONCE(m->settled)) {
+		mmu_interval_read_begin(&m->notifier);
+		WRITE_ONCE(m->settled, true);
+	}
 	if (READ_ONCE(omm->lost)) {
 		mmu_interval_read_begin(&m->notifier);
 		return 0;

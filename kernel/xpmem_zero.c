@@ -201,7 +201,9 @@ vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite)
 		 * Only a special PTE gets here: the zero page, or an owner
 		 * page the revocation has not zapped yet (our own page is an
 		 * ordinary one, which the core makes writable without us).
-		 * Gone, the write comes back as a write fault.
+		 * Gone, the write comes back as a write fault, which maps the
+		 * attachment's own ordinary page: this branch is taken at most
+		 * once per page and PTE.
 		 */
 		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 		return VM_FAULT_NOPAGE;

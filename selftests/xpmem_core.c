@@ -1627,6 +1627,175 @@ TEST_F(xpmem, write_after_read_one_fault_per_window)
 }
 
 /*
+ * An attachment made while the owner is in the middle of discarding the
+ * range must not map the pages being discarded.  The owner discards 96
+ * MiB of 4 KiB pages with one MADV_DONTNEED, the exported 16 pages last;
+ * meanwhile the attacher attaches them and reads them.  That invalidation
+ * began before the attachment's notifier existed, so it never reaches the
+ * attachment's callback (the core inserts such a notifier marked "under
+ * invalidation" and expects its first reader to wait for the owner's
+ * invalidations to end); a fault that did not wait mapped the old pages
+ * just before the owner freed them, and after the owner had written new
+ * tags the attacher still read the old ones from freed memory.  Each
+ * round reads the pages once more after the owner's new tags, which must
+ * be what it reads.  (Another segment of the owner stays attached and
+ * away from the range, so that the owner has an interval notifier and the
+ * invalidation nothing of it overlaps.)
+ */
+#define INFLIGHT_BIG	(96UL << 20)
+#define INFLIGHT_PAGES	16
+#define INFLIGHT_ROUNDS	6
+
+static int inflight_attacher(xpmem_segid_t other, xpmem_segid_t segid,
+			     struct chan *ch)
+{
+	xpmem_apid_t apid;
+	uint64_t gen, v;
+	char *a, *keep;
+	int fd, r, bad;
+	size_t i;
+
+	if (child_attach(other, XPMEM_RDWR, 0, PAGE, &fd, &apid, &keep))
+		return 10;
+	(void)*(volatile char *)keep;
+	if (xp_get(fd, segid, XPMEM_RDWR, &apid))
+		return 11;
+	for (r = 0; r < INFLIGHT_ROUNDS; r++) {
+		if (recv_msg(ch->to_child[0], &gen, sizeof(gen)))
+			return 12;
+		/* the owner is discarding now */
+		if (xp_attach(fd, apid, 0, INFLIGHT_PAGES * PAGE, NULL,
+			      (void **)&a))
+			return 13;
+		for (i = 0; i < INFLIGHT_PAGES; i++)
+			(void)*(volatile uint64_t *)(a + i * PAGE);
+		if (send_msg(ch->to_parent[1], "r", 1) ||
+		    recv_msg(ch->to_child[0], &gen, sizeof(gen)))
+			return 14;
+		for (bad = 0, i = 0; i < INFLIGHT_PAGES; i++) {
+			v = *(volatile uint64_t *)(a + i * PAGE);
+			if (v == ((uint64_t)i << 32 | gen))
+				continue;
+			if (!bad++)
+				printf("# round %d: page %zu reads %#llx, not %#llx\n",
+				       r, i, (unsigned long long)v,
+				       (unsigned long long)((uint64_t)i << 32 | gen));
+		}
+		fflush(stdout);
+		if (xp_detach(fd, a) ||
+		    send_msg(ch->to_parent[1], &bad, sizeof(bad)))
+			return 15;
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(xpmem, attach_during_owner_discard_maps_no_freed_page, 240)
+{
+	char *big, *tail, *other;
+	xpmem_segid_t segid, oseg;
+	uint64_t gen = 0;
+	struct chan ch;
+	int r, bad, total = 0;
+	size_t i;
+	pid_t pid;
+	char c;
+
+	big = map_anon(INFLIGHT_BIG);
+	other = map_anon(PAGE);
+	ASSERT_NE(NULL, big);
+	ASSERT_NE(NULL, other);
+	ASSERT_EQ(0, madvise(big, INFLIGHT_BIG, MADV_NOHUGEPAGE));
+	tail = big + INFLIGHT_BIG - INFLIGHT_PAGES * PAGE;
+	other[0] = 1;
+	ASSERT_EQ(0, xp_make(self->fd, other, PAGE, 0600, &oseg));
+	ASSERT_EQ(0, xp_make(self->fd, tail, INFLIGHT_PAGES * PAGE, 0600,
+			     &segid));
+	ASSERT_EQ(0, madvise(big, INFLIGHT_BIG, MADV_DONTFORK));
+	ASSERT_EQ(0, chan_init(&ch));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		chan_child(&ch);
+		_exit(inflight_attacher(oseg, segid, &ch));
+	}
+	chan_parent(&ch);
+	for (r = 0; r < INFLIGHT_ROUNDS; r++) {
+		ASSERT_EQ(0, populate_write(big, INFLIGHT_BIG));
+		gen++;
+		for (i = 0; i < INFLIGHT_PAGES; i++)
+			*(uint64_t *)(tail + i * PAGE) = (uint64_t)i << 32 | gen;
+		ASSERT_EQ(0, send_msg(ch.to_child[1], &gen, sizeof(gen)));
+		ASSERT_EQ(0, madvise(big, INFLIGHT_BIG, MADV_DONTNEED));
+		ASSERT_EQ(0, recv_msg(ch.to_parent[0], &c, 1));
+		gen++;
+		for (i = 0; i < INFLIGHT_PAGES; i++)
+			*(uint64_t *)(tail + i * PAGE) = (uint64_t)i << 32 | gen;
+		ASSERT_EQ(0, send_msg(ch.to_child[1], &gen, sizeof(gen)));
+		ASSERT_EQ(0, recv_msg(ch.to_parent[0], &bad, sizeof(bad)));
+		total += bad;
+	}
+	EXPECT_EQ(0, total) {
+		TH_LOG("%d pages read old contents after the owner's new tags",
+		       total);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(0, xp_remove(self->fd, oseg));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(big, INFLIGHT_BIG);
+	munmap(other, PAGE);
+}
+
+/*
+ * A write to a read-only PTE that names another page than the owner's
+ * writable one - here our zero page, read before the owner ever wrote the
+ * page - zaps that PTE and maps the owner's new page writable in the same
+ * ->pfn_mkwrite: one fault of the attachment, where zapping alone and
+ * repeating the access would take two, and a read fault of another
+ * thread in between could put a read-only PTE back each time, so that
+ * the write could go round zap and repeat without end.
+ */
+TEST_F(xpmem, mkwrite_of_stale_pte_maps_in_the_same_fault)
+{
+	const size_t len = 4 * PAGE;
+	xpmem_segid_t segid;
+	pid_t pid;
+	char *buf;
+
+	buf = map_anon(len);	/* never written: the owner's zero page */
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	pid = fork_child();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		char *a = child_attach_or_exit(segid, XPMEM_RDWR, len);
+		long faults;
+		size_t i;
+
+		if (all_bytes(a, len, 0))	/* read-only, our zero page */
+			_exit(2);
+		faults = stat_read("faults");
+		for (i = 0; i < len; i += PAGE)
+			a[i + 1] = (char)('a' + i / PAGE);
+		faults = stat_read("faults") - faults;
+		if (faults != 1) {
+			printf("# %ld faults for the first write pass\n",
+			       faults);
+			fflush(stdout);
+			_exit(3);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_child(pid));
+	for (size_t i = 0; i < len; i += PAGE)
+		ASSERT_EQ((char)('a' + i / PAGE), buf[i + 1]);
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, len);
+}
+
+/*
  * A write maps the pages of its window that the owner maps writable
  * writable, never the ones it shares copy-on-write: the owner forked, so
  * pages 1..3 are shared with its child and read-only in both; the owner

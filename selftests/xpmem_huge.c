@@ -683,4 +683,241 @@ TEST_F_TIMEOUT(huge, pmd_and_pte_faults_race, 240)
 	ASSERT_EQ(0, wait_child(pid));
 }
 
+/* ---- coherence: every attacher page names its own owner page ---------- */
+
+/*
+ * The owner steps of the coherence case: each changes how the owner maps
+ * its huge page (a new THP, moved page tables, an empty range, a split, an
+ * aged range, a COW-protected one); the owner then tags every page again.
+ */
+enum {
+	COH_REMAP, COH_MREMAP, COH_DONTNEED, COH_MPROTECT, COH_COLD, COH_FORK,
+	COH_NSTEPS,
+};
+
+static const char *const coh_names[COH_NSTEPS] = {
+	"munmap+mmap", "mremap away and back", "MADV_DONTNEED",
+	"mprotect split", "MADV_COLD", "fork",
+};
+
+/* Page @i's first word at step @step: the page and the step it names. */
+static uint64_t coh_tag(unsigned long i, unsigned int step)
+{
+	return (uint64_t)i << 32 | step;
+}
+
+static void coh_retag(char *b, unsigned int step)
+{
+	unsigned long i;
+
+	for (i = 0; i < HPAGE / PAGE; i++)
+		*(volatile uint64_t *)(b + i * PAGE) = coh_tag(i, step);
+}
+
+struct coh {
+	int fd;
+	xpmem_apid_t apid;
+	char *win;			/* the attachment, always here */
+	pthread_mutex_t lock;		/* the re-attacher's window */
+	volatile int stop;
+	volatile long wrong;		/* reads that named another page */
+	volatile long wrong_idx;
+	volatile uint64_t wrong_val;
+	volatile long passes, reattaches, reattach_fail;
+};
+
+/*
+ * Reader: every page in turn, as fast as it can, while the owner steps and
+ * the re-attacher detaches and attaches again.  A read may fault (the
+ * owner's range moved away: SIGBUS; between detach and attach: SIGSEGV) or
+ * see 0 (a fresh owner page, not yet tagged), but never another page's tag.
+ */
+static void *coh_reader(void *arg)
+{
+	struct coh *c = arg;
+	unsigned long i, n = HPAGE / PAGE;
+	uint64_t v;
+
+	probe_install();
+	while (!c->stop) {
+		for (i = 0; i < n; i++) {
+			if (touch_read64((uint64_t *)(c->win + i * PAGE), &v) ||
+			    !v || v >> 32 == i)
+				continue;
+			c->wrong_idx = (long)i;
+			c->wrong_val = v;
+			__atomic_fetch_add(&c->wrong, 1, __ATOMIC_RELAXED);
+		}
+		__atomic_fetch_add(&c->passes, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* Detach and attach again at the same address, without pause. */
+static void *coh_reattacher(void *arg)
+{
+	struct coh *c = arg;
+	void *got;
+
+	while (!c->stop) {
+		pthread_mutex_lock(&c->lock);
+		if (xp_detach(c->fd, c->win) ||
+		    xp_attach(c->fd, c->apid, 0, HPAGE, c->win, &got) ||
+		    got != c->win)
+			c->reattach_fail++;
+		c->reattaches++;
+		pthread_mutex_unlock(&c->lock);
+		sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * The attacher: two readers and the re-attacher run throughout; for each
+ * step the owner announces, every page must hold exactly that step's tag
+ * (read with the re-attacher held off, so no page is missing).  Answers
+ * the number of pages that did not, and exits with the number of racing
+ * reads that named another page (0: none).
+ */
+static int coh_child(xpmem_segid_t segid, struct chan *ch)
+{
+	static struct coh c = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	unsigned long i, n = HPAGE / PAGE;
+	unsigned int step;
+	pthread_t t[3];
+	int k, bad;
+	uint64_t v;
+
+	if (child_attach(segid, XPMEM_RDWR, 0, HPAGE, &c.fd, &c.apid, &c.win))
+		return 100;
+	probe_install();
+	for (k = 0; k < 3; k++)
+		if (pthread_create(&t[k], NULL, k < 2 ? coh_reader :
+				   coh_reattacher, &c))
+			return 101;
+	while (!recv_msg(ch->to_child[0], &step, sizeof(step)) && step) {
+		bad = 0;
+		pthread_mutex_lock(&c.lock);
+		for (i = 0; i < n; i++) {
+			if (!touch_read64((uint64_t *)(c.win + i * PAGE), &v) &&
+			    v == coh_tag(i, step))
+				continue;
+			if (!bad++) {
+				printf("# step %u: page %lu holds %#llx, not %#llx\n",
+				       step, i, (unsigned long long)v,
+				       (unsigned long long)coh_tag(i, step));
+				fflush(stdout);
+			}
+		}
+		pthread_mutex_unlock(&c.lock);
+		if (send_msg(ch->to_parent[1], &bad, sizeof(bad)))
+			return 102;
+	}
+	c.stop = 1;
+	for (k = 0; k < 3; k++)
+		pthread_join(t[k], NULL);
+	printf("# attacher: %ld reader passes, %ld re-attaches (%ld failed)\n",
+	       c.passes, c.reattaches, c.reattach_fail);
+	if (c.wrong)
+		printf("# %ld racing reads named another page: page %ld held %#llx\n",
+		       c.wrong, c.wrong_idx, (unsigned long long)c.wrong_val);
+	fflush(stdout);
+	if (c.reattach_fail)
+		return 103;
+	return c.wrong ? 104 : 0;
+}
+
+/* One owner step on the huge page at @b (@park: 2 MiB, for mremap). */
+static int coh_step(char *b, char *park, int kind)
+{
+	pid_t pid;
+
+	switch (kind) {
+	case COH_REMAP:
+		if (munmap(b, HPAGE) ||
+		    mmap(b, HPAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != b)
+			return -1;
+		return madvise(b, HPAGE, MADV_HUGEPAGE);
+	case COH_MREMAP:
+		if (mremap(b, HPAGE, HPAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   park) != park ||
+		    mremap(park, HPAGE, HPAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   b) != b)
+			return -1;
+		/* the park is a hole now: keep it reserved */
+		return mmap(park, HPAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			    MAP_NORESERVE | MAP_FIXED, -1, 0) == park ? 0 : -1;
+	case COH_DONTNEED:
+		return madvise(b, HPAGE, MADV_DONTNEED);
+	case COH_MPROTECT:
+		return mprotect(b + 7 * PAGE, 3 * PAGE, PROT_READ) ||
+		       mprotect(b + 7 * PAGE, 3 * PAGE, PROT_READ | PROT_WRITE);
+	case COH_COLD:
+		return madvise(b, HPAGE, MADV_COLD);
+	default:	/* COH_FORK: the tags written next break COW */
+		if (madvise(b, HPAGE, MADV_DOFORK))
+			return -1;
+		pid = fork_child();
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0 || wait_child(pid))
+			return -1;
+		return madvise(b, HPAGE, MADV_DONTFORK);
+	}
+}
+
+/*
+ * The coherence case on THP owner memory: the owner exports one huge page;
+ * in the attacher, two threads read every page of the attachment while a
+ * third detaches and re-attaches it at the same address; after each owner
+ * step (munmap+mmap, mremap away and back, MADV_DONTNEED of the whole
+ * range, an mprotect split, MADV_COLD, fork) and its new tags, every page
+ * of the attachment holds its own page's tag of that step, and no racing
+ * read ever saw another page's.
+ */
+TEST_F_TIMEOUT(huge, thp_coherence_with_reattach, 600)
+{
+	int rounds = 4, r, k, bad = 0;
+	unsigned int step = 0, stop = 0;
+	char *park = thp_alloc(HPAGE, 0);
+
+	ASSERT_NE(NULL, park);
+	self->buf = thp_alloc(HPAGE, 0);
+	ASSERT_NE(NULL, self->buf);
+	coh_retag(self->buf, ++step);
+	ASSERT_EQ(0, madvise(self->buf, HPAGE, MADV_DONTFORK));
+	ASSERT_EQ(0, madvise(park, HPAGE, MADV_DONTFORK));
+	ASSERT_EQ(0, xp_make(self->fd, self->buf, HPAGE, 0600, &self->segid));
+	ASSERT_EQ(0, chan_init(&self->ch));
+	self->child = fork_child();
+	ASSERT_LE(0, self->child);
+	if (self->child == 0) {
+		chan_child(&self->ch);
+		_exit(coh_child(self->segid, &self->ch));
+	}
+	chan_parent(&self->ch);
+	for (r = 0; r < rounds; r++) {
+		for (k = 0; k < COH_NSTEPS; k++) {
+			ASSERT_EQ(0, coh_step(self->buf, park, k)) {
+				TH_LOG("step %s failed: %s", coh_names[k],
+				       strerror(errno));
+			}
+			coh_retag(self->buf, ++step);
+			ASSERT_EQ(0, send_msg(self->ch.to_child[1], &step,
+					      sizeof(step)));
+			ASSERT_EQ(0, recv_msg(self->ch.to_parent[0], &bad,
+					      sizeof(bad)));
+			EXPECT_EQ(0, bad) {
+				TH_LOG("round %d, after %s: %d pages wrong", r,
+				       coh_names[k], bad);
+			}
+		}
+		TH_LOG("round %d of %d done", r + 1, rounds);
+	}
+	ASSERT_EQ(0, send_msg(self->ch.to_child[1], &stop, sizeof(stop)));
+	EXPECT_EQ(0, wait_child(self->child));
+	self->child = -1;
+}
+
 TEST_HARNESS_MAIN

@@ -32,6 +32,10 @@
  *   XPMEM_STRESS_WINDOW     progress window in seconds (3/6/30): each side
  *                           of a concurrency case must complete an
  *                           iteration in every window
+ *   XPMEM_STRESS_STALL      fuzz stall limit in seconds (120/120/300): the
+ *                           fuzz case fails if no worker starts another
+ *                           operation for that long (a livelock in the
+ *                           kernel), after printing where each worker is
  *   XPMEM_STRESS_FI_ROUNDS  fault-injection rounds per process (100/1000/10000)
  */
 #include <errno.h>
@@ -73,6 +77,7 @@ struct stress_params {
 	long kills;
 	int seconds;
 	int window;
+	int stall;
 	long fi_rounds;
 	const char *only;
 };
@@ -122,6 +127,8 @@ static void params_init(void)
 			     (int[]){ 6, 12, 300 }[l], 1, 86400);
 	P.window = env_long("XPMEM_STRESS_WINDOW",
 			    (int[]){ 3, 6, 30 }[l], 1, 3600);
+	P.stall = env_long("XPMEM_STRESS_STALL",
+			   (int[]){ 120, 120, 300 }[l], 5, 86400);
 	P.fi_rounds = env_long("XPMEM_STRESS_FI_ROUNDS",
 			       (long[]){ 100, 1000, 10000 }[l], 1, 1L << 30);
 	P.only = getenv("XPMEM_STRESS_ONLY");
@@ -299,6 +306,52 @@ FIXTURE_TEARDOWN(stress)
 }
 
 /* ==== 1. fuzz ============================================================ */
+
+/* Operations the fuzz workers have started so far, all together. */
+static long fuzz_started(const struct fz_shared *sh, int n)
+{
+	long done = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		done += sh->procs[i].opi;
+	return done;
+}
+
+/* Print one line of /proc/@pid/@file (the first), for a stall report. */
+static void proc_line(pid_t pid, const char *file)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		note("  %s: %s", file, line);
+	}
+	fclose(f);
+}
+
+/* The kernel stack of @pid, if readable (root), for a stall report. */
+static void proc_stack(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stack", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		note("    %s", line);
+	}
+	fclose(f);
+}
+
 TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 {
 	struct fz_shared *sh = map_shared(sizeof(*sh));
@@ -306,7 +359,9 @@ TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 	int n = P.procs, i, st, live, lp[2], bad = 0;
 	long per = (P.fuzz_ops + n - 1) / n, done, ok = 0;
 	pid_t pids[FZ_MAXPROCS] = { 0 };
-	uint64_t t0 = now_ns(), last = t0;
+	uint64_t t0 = now_ns(), last = t0, moved = t0;
+	long started = 0;
+	int stalled = 0;
 	char how[64], line[512];
 	struct pollfd pf;
 
@@ -324,11 +379,39 @@ TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 		}
 	}
 	close(lp[1]);
-	/* Progress every 15 s; a worker that dies stops the others. */
+	/*
+	 * Progress every 15 s; a worker that dies stops the others, and so
+	 * does a stall: no worker starting another operation for P.stall
+	 * seconds (every worker stuck in the kernel, e.g. a fault that
+	 * repeats forever).
+	 */
+	note("fuzz: stall limit %d s (XPMEM_STRESS_STALL)", P.stall);
 	pf.fd = lp[0];
 	pf.events = POLLIN;
 	for (live = n; live;) {
 		poll(&pf, 1, 1000);
+		if (fuzz_started(sh, n) != started) {
+			started = fuzz_started(sh, n);
+			moved = now_ns();
+		} else if (now_ns() - moved > P.stall * 1000000000ULL) {
+			TH_LOG("fuzz: no operation started for %d s after %ld: stalled",
+			       P.stall, started);
+			for (i = 0; i < n; i++) {
+				if (pids[i] <= 0)
+					continue;
+				note("worker %d (pid %d) at op #%" PRId64 " (%s):", i,
+				     pids[i], (int64_t)sh->procs[i].opi,
+				     fz_names[sh->procs[i].op]);
+				proc_line(pids[i], "stat");
+				proc_line(pids[i], "wchan");
+				proc_stack(pids[i]);
+			}
+			stalled = 1;
+			sh->failed = sh->failed ? sh->failed : 2;
+			if (kill_and_reap(pids, n))
+				TH_LOG("fuzz: workers that SIGKILL did not end");
+			break;
+		}
 		for (i = 0; i < n; i++) {
 			if (pids[i] <= 0 || waitpid(pids[i], &st, WNOHANG) != pids[i])
 				continue;
@@ -387,6 +470,9 @@ TEST_F_TIMEOUT(stress, fuzz, tmo(300, 900, 14400))
 	     "EXT_COPY/EXT_POPULATE %ld, %ld of them through io_uring",
 	     sh->ext_attaches, sh->ext_makes, sh->ext_gets, sh->ext_copies,
 	     sh->uring_cmds);
+	ASSERT_EQ(0, stalled) {
+		TH_LOG("fuzz stalled after %ld operations", started);
+	}
 	ASSERT_EQ(0, bad);
 	ASSERT_EQ(0, sh->failed);
 	ASSERT_EQ(P.fuzz_ops <= per * n ? 1 : 0, 1);
