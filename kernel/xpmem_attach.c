@@ -102,6 +102,7 @@ static void xpmem_att_free_mirrored(struct xpmem_att *att)
 {
 	unsigned int i;
 
+	cancel_work_sync(&att->settle_work);
 	for (i = 0; i < att->nr_mirrors; i++)
 		if (att->mirrors[i].live)
 			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
@@ -327,6 +328,8 @@ static int xpmem_att_mirror(struct xpmem_att *att)
 		m->live = !ret;
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (!ret)
+		xpmem_att_settle(att);
 	mmput(seg->mm);
 	if (ret == -EINTR && !fatal_signal_pending(current))
 		ret = -ERESTARTNOINTR;
@@ -391,6 +394,7 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	xpmem_att_mapped_init(att);
 	xpmem_zero_att_init(att);
 	INIT_LIST_HEAD(&att->faults);
+	xpmem_att_settle_init(att);
 	INIT_LIST_HEAD(&att->permit_node);
 	INIT_LIST_HEAD(&att->seg_node);
 	att->permit = permit;

@@ -342,9 +342,9 @@ struct xpmem_mirror {
 	struct xpmem_seg_range r;	/* within one segment range */
 	bool live;			/* notifier inserted */
 	/*
-	 * Set once a fault's mmu_interval_read_begin() returned after the
-	 * insertion: every invalidation still in flight since then has
-	 * reached the callback (xpmem_fault_win_settle()).
+	 * Set once mmu_interval_read_begin() returned after the insertion
+	 * (the attachment's settle work): every invalidation in flight since
+	 * then reaches the callback; faults wait for it (xpmem_mirror.c).
 	 */
 	bool settled;
 };
@@ -390,6 +390,8 @@ struct xpmem_att {
 	struct xpmem_omm_ref *omm_ref;	/* referenced: keeps @omm */
 	/* release: the notifiers are removed, and @att freed, in a worker */
 	struct work_struct free_work;
+	/* waits for the invalidations in flight at insertion (mirror.c) */
+	struct work_struct settle_work;
 	unsigned int first_range;	/* segment range of mirrors[0] */
 	unsigned int nr_mirrors;	/* >= 1 */
 	struct xpmem_mirror mirrors[] __counted_by(nr_mirrors);
@@ -546,6 +548,8 @@ extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
 void xpmem_mirror_defer(struct work_struct *work);
 int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
 void xpmem_att_omm_put(struct xpmem_att *att);
+void xpmem_att_settle_init(struct xpmem_att *att);
+void xpmem_att_settle(struct xpmem_att *att);
 bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 			   unsigned long addr, unsigned long off,
 			   unsigned long len);

@@ -418,22 +418,10 @@ static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
 {
 	struct xpmem_omm *omm = m->att->omm;
 
-	/*
-	 * An invalidation already in progress when the mirror's notifier
-	 * was inserted never calls its callback, and is on the record only
-	 * if another mirror of the owner saw it: a fault that trusted the
-	 * record could read, and map, pages the owner is about to free.
-	 * The core makes such a notifier's mmu_interval_read_begin() wait
-	 * until the owner has no invalidation in flight; once it has
-	 * returned, every later invalidation reaches the callback, so the
-	 * first fault of each mirror asks it, and the others need not.
-	 * Uninterruptible, as with a lost record below, but only for a
-	 * mirror inserted during an invalidation, and only once.
-	 */
-	if (!READ_ONCE(m->settled)) {
-		mmu_interval_read_begin(&m->notifier);
-		WRITE_ONCE(m->settled, true);
-	}
+	/* until the owner's invalidations in flight at insertion are over */
+	if (!smp_load_acquire(&m->settled) &&
+	    wait_event_killable(omm->wq, smp_load_acquire(&m->settled)))
+		return -EINTR;
 	if (READ_ONCE(omm->lost)) {
 		mmu_interval_read_begin(&m->notifier);
 		return 0;
@@ -441,6 +429,60 @@ static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
 	if (wait_event_killable(omm->wq, !xpmem_omm_busy(omm, start, end)))
 		return -EINTR;
 	return 0;
+}
+
+/*
+ * An invalidation already in progress when a mirror's notifier was
+ * inserted never calls its callback (the core even defers the insertion
+ * while the owner's interval tree is being walked, and then no new
+ * invalidation calls it either), and it is on the record only if another
+ * mirror of the owner saw it: a fault that trusted the record could map
+ * pages the owner is about to free.  mmu_interval_read_begin() of the new
+ * notifier returns once the owner has had no invalidation in flight at
+ * some moment since: from then on every invalidation reaches the
+ * callback.  It sleeps uninterruptibly for as long as the owner keeps an
+ * invalidation going, so a worker asks it for every new attachment, and
+ * a fault waits - killably - only until the worker is done
+ * (xpmem_fault_wait_settled()).  Runs on the queue of attachment ends,
+ * which cancels it before removing the notifiers.
+ */
+static void xpmem_att_settle_work(struct work_struct *work)
+{
+	struct xpmem_att *att = container_of(work, struct xpmem_att,
+					     settle_work);
+	unsigned int i;
+
+	for (i = 0; i < att->nr_mirrors; i++) {
+		struct xpmem_mirror *m = &att->mirrors[i];
+
+		if (m->live)
+			mmu_interval_read_begin(&m->notifier);
+		/* pairs with xpmem_fault_wait_settled() */
+		smp_store_release(&m->settled, true);
+	}
+	wake_up_all(&att->omm->wq);
+}
+
+/**
+ * xpmem_att_settle_init - prepare an attachment's settling
+ * @att: a new attachment
+ */
+void xpmem_att_settle_init(struct xpmem_att *att)
+{
+	INIT_WORK(&att->settle_work, xpmem_att_settle_work);
+}
+
+/**
+ * xpmem_att_settle - let faults of @att in once the owner's invalidations
+ * in flight at its notifiers' insertion have ended
+ * @att: an attachment whose notifiers were just inserted
+ *
+ * The work is cancelled (cancel_work_sync()) before the notifiers are
+ * removed.
+ */
+void xpmem_att_settle(struct xpmem_att *att)
+{
+	queue_work(xpmem_free_wq, &att->settle_work);
 }
 
 /**
