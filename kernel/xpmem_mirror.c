@@ -418,7 +418,10 @@ static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
 {
 	struct xpmem_omm *omm = m->att->omm;
 
-	/* until the owner's invalidations in flight at insertion are over */
+	/*
+	 * Until the owner's invalidations in flight at insertion are over;
+	 * acquire pairs with the settle work's smp_store_release()
+	 */
 	if (!smp_load_acquire(&m->settled) &&
 	    wait_event_killable(omm->wq, smp_load_acquire(&m->settled)))
 		return -EINTR;
