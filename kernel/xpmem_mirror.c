@@ -404,6 +404,12 @@ void xpmem_fault_win_begin(struct xpmem_fault_win *win,
 	mutex_unlock(&att->lock);
 }
 
+static bool xpmem_mirror_settled(struct xpmem_mirror *m)
+{
+	/* pairs with smp_store_release() in xpmem_att_settle_work() */
+	return smp_load_acquire(&m->settled);
+}
+
 /*
  * Wait until no invalidation that may have missed the listed window of a
  * fault over owner [@start, @end) of mirror @m is in progress; the ones
@@ -418,12 +424,9 @@ static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
 {
 	struct xpmem_omm *omm = m->att->omm;
 
-	/*
-	 * Until the owner's invalidations in flight at insertion are over;
-	 * acquire pairs with the settle work's smp_store_release()
-	 */
-	if (!smp_load_acquire(&m->settled) &&
-	    wait_event_killable(omm->wq, smp_load_acquire(&m->settled)))
+	/* until the owner's invalidations in flight at insertion are over */
+	if (!xpmem_mirror_settled(m) &&
+	    wait_event_killable(omm->wq, xpmem_mirror_settled(m)))
 		return -EINTR;
 	if (READ_ONCE(omm->lost)) {
 		mmu_interval_read_begin(&m->notifier);
