@@ -56,6 +56,46 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 #define pde_data(inode)	PDE_DATA(inode)
 #endif
 
+/*
+ * Whether @task's memory may be read by its user as ptrace decides it -
+ * dumpable as its user - and the user namespace of its exec (referenced;
+ * NULL for a task without an mm).  Under task_lock(@task).  Kernels with
+ * struct task_exec_state (7.2 here; Kbuild: XPMEM_HAVE_TASK_EXEC_STATE)
+ * keep both in the task's exec state, older ones in its mm.
+ */
+#ifdef XPMEM_HAVE_TASK_EXEC_STATE
+#include <linux/sched/exec_state.h>
+static inline struct user_namespace *
+xpmem_task_dump_ns(struct task_struct *task, bool *dumpable)
+{
+	struct task_exec_state *es;
+	struct user_namespace *ns = NULL;
+
+	if (!task->mm)
+		return NULL;
+	rcu_read_lock();
+	es = rcu_dereference(task->exec_state);
+	if (es) {
+		*dumpable = READ_ONCE(es->dumpable) == TASK_DUMPABLE_OWNER;
+		ns = get_user_ns(es->user_ns);
+	}
+	rcu_read_unlock();
+	return ns;
+}
+#else
+#include <linux/sched/coredump.h>
+static inline struct user_namespace *
+xpmem_task_dump_ns(struct task_struct *task, bool *dumpable)
+{
+	struct mm_struct *mm = task->mm;
+
+	if (!mm)
+		return NULL;
+	*dumpable = get_dumpable(mm) == SUID_DUMP_USER;
+	return get_user_ns(mm->user_ns);
+}
+#endif
+
 /* Annotations and debug checks that older kernels lack. */
 #ifndef __counted_by
 #define __counted_by(...)

@@ -108,8 +108,8 @@ static pid_t xpmem_proc_owner_nr(const struct xpmem_ctx *owner)
  * not exported): same thread group; or current's fsuid and fsgid equal to
  * the group's real, effective and saved ids, and its mm dumpable as its
  * user (a set-user-ID exec or a change of credentials makes it not); or
- * CAP_SYS_PTRACE over the group's user namespace (over its mm's when it
- * is not dumpable).  The security module hook is not called (not exported
+ * CAP_SYS_PTRACE over the group's user namespace (over its exec's when
+ * it is not dumpable: xpmem_task_dump_ns()).  The security module hook is not called (not exported
  * either): Yama decides only attaching; other modules see /proc/PID.
  * A group that is gone, or has no mm (exiting), is readable by nobody.
  * Returns 0 or -EACCES.
@@ -119,8 +119,7 @@ static int xpmem_proc_may_read(struct pid *tgid)
 	const struct cred *cred = current_cred(), *tcred;
 	struct user_namespace *mm_ns;
 	struct task_struct *task;
-	struct mm_struct *mm;
-	int dumpable;
+	bool dumpable = false;
 	bool ok;
 
 	task = get_pid_task(tgid, PIDTYPE_TGID);
@@ -145,12 +144,9 @@ static int xpmem_proc_may_read(struct pid *tgid)
 	/* dumpability after the credentials (pairs with commit_creds()) */
 	smp_rmb();
 	task_lock(task);
-	mm = task->mm;
-	dumpable = mm ? get_dumpable(mm) : SUID_DUMP_DISABLE;
-	mm_ns = mm ? get_user_ns(mm->user_ns) : NULL;
+	mm_ns = xpmem_task_dump_ns(task, &dumpable);
 	task_unlock(task);
-	ok = mm_ns && (dumpable == SUID_DUMP_USER ||
-		       ns_capable(mm_ns, CAP_SYS_PTRACE));
+	ok = mm_ns && (dumpable || ns_capable(mm_ns, CAP_SYS_PTRACE));
 	if (mm_ns)
 		put_user_ns(mm_ns);
 put_task:
