@@ -63,8 +63,9 @@
  *                                how a fault keeps it: docs/design.md,
  *                                "Two mmap_locks".
  *       att->pt_lock             page table pages of the attachment's
- *                                VMAs are allocated, and huge PMDs
- *                                inserted, under it (xpmem_fault.c);
+ *                                VMAs are allocated (xpmem_map.c),
+ *                                and huge PMDs inserted (the fault's
+ *                                commit, xpmem_fault.c), under it;
  *                                so are the pages of a revoked
  *                                ZERO_REVOKED attachment (xpmem_zero.c)
  *         att->lock              the notifier lock; PTE insertion runs
@@ -365,7 +366,7 @@ struct xpmem_att {
 	 */
 	struct inode *inode;
 	struct mutex lock;		/* the notifiers' lock */
-	struct mutex pt_lock;		/* page table population (fault.c) */
+	struct mutex pt_lock;		/* page tables, PMDs (map.c, fault.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
 	bool dead;			/* under lock: revoked (SIGBUS) */
 	bool zero_revoked;		/* revoked: zeros, not SIGBUS */

@@ -5,7 +5,7 @@
  * faults in progress and the owner's invalidations in flight.  The zap
  * worker and the record of what is mapped are xpmem_zap.c.
  *
- * Invariants (docs/design.md, "The mirror"):
+ * Invariants (docs/design.md, "Mirror, do not pin"):
  * - an attachment may have a PTE or PMD only for segment offsets set in
  *   its mapped bitmap; an invalidation that finds some set zaps them - in
  *   the zap worker, waited for - and only then clears them, so that an

@@ -1233,7 +1233,7 @@ static void print_table(const struct run *run)
 	}
 }
 
-/* The targets of issue 10, at 64 MiB. */
+/* The first-touch targets at 64 MiB (an attachment and a memfd). */
 static void print_targets(const struct run *run)
 {
 	static const struct {
@@ -1258,7 +1258,7 @@ static void print_targets(const struct run *run)
 	for (si = 0; si < run->nsizes; si++)
 		if (run->sizes[si] == TARGET_SIZE)
 			break;
-	printf("\n== targets of issue 10 at 64M (ratios are of times within this run,\n"
+	printf("\n== first-touch targets at 64M (ratios are of times within this run,\n"
 	       "   per repeat, then the median: below 1 the first named is faster)\n");
 	if (si == run->nsizes) {
 		printf("64M was not measured (add it to -s)\n");
