@@ -5,16 +5,14 @@
  * An owner whose threads invalidate an attached range without pause (here
  * 16 threads of MADV_DONTNEED, or of mprotect round trips) must not be
  * able to keep a faulting or detaching attacher in an uninterruptible
- * sleep: SIGKILL ends the attacher while the storm goes on.  Before the
- * fix the fault waited in mmu_interval_read_begin(), and the end of an
- * attachment in mmu_interval_notifier_remove(), until no invalidation of
- * the owner was in progress at all, which a storm may never allow.  The
- * 60 s bound below is a failure bound, not a speed target: a killable
- * attacher dies as soon as it gets a CPU, but under TCG with the storm's
- * 16 threads on the guest's two CPUs (and the debug kernel) its exit took
- * more than 10 s once.  On this rig the storm never kept the module
- * before the fix from delivering SIGKILL either (the review saw it on
- * its machine), so this test is a guard, not a proven regression test.
+ * sleep: SIGKILL ends the attacher while the storm goes on.  The core's
+ * mmu_interval_read_begin() and mmu_interval_notifier_remove() wait until
+ * no invalidation of the owner is in progress at all, which a storm may
+ * never allow, so neither a fault nor the end of an attachment may wait
+ * in them.  The 60 s bounds below are failure bounds, not speed targets:
+ * a killable attacher dies as soon as it gets a CPU, but under TCG with
+ * the storm's 16 threads on the guest's two CPUs (and the debug kernel)
+ * its exit can take more than 10 s.
  */
 #define _GNU_SOURCE
 #include <poll.h>

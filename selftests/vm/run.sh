@@ -400,8 +400,8 @@ append="console=$console,115200 rdinit=/init panic=-1 mitigations=off printk.dev
 # host's) and is trusted.  reboot=t: /init's final reboot(2) goes
 # straight to a triple fault, which -no-reboot turns into QEMU's exit; the
 # kernel's default order starts with the keyboard controller, which microvm
-# lacks, and 5.10 and 6.12 then never exit (seen: 6.12 restarted and ran
-# the suites again until the time limit; 5.10 hung).
+# lacks: 6.12 then restarts and runs the suites again until the time limit,
+# and 5.10 hangs.
 microvm=
 if [ "$KARCH" = x86_64 ] && [ -f "$KDIR/.config" ] &&
    grep -qx 'CONFIG_NUMA_EMU=y' "$KDIR/.config" &&
@@ -420,9 +420,9 @@ if [ -n "${VERBOSE:-}" ]; then
 	tailpid=$!
 fi
 # A kernel that dies before /init starts has not run any of our code yet
-# (the module is loaded by /init).  Under TCG that happens rarely (seen once:
-# an int3 "Oops" in sched_clock_cpu while the 6.12 kernel patched its text
-# during SMP bring-up); such a boot is retried once, and said so.
+# (the module is loaded by /init).  Under TCG that happens rarely (an int3
+# "Oops" in sched_clock_cpu while 6.12 patches its text during SMP
+# bring-up); such a boot is retried once, and said so.
 # arm64: the virt machine (device tree, PSCI, PL011, GICv2), the
 # results on a virtio console; node 0 gets the first half of the CPUs,
 # node 1 the others (the device tree gives each CPU its numa-node-id).
