@@ -587,39 +587,6 @@ TEST_F(events, zero_revoked_private_pages_count_in_rss)
 	ASSERT_EQ(0, xp_release(self->fd, a));
 }
 
-/* The number in file @dir/@name, or -1. */
-static long read_long_at(const char *dir, const char *name)
-{
-	char path[PATH_MAX], buf[32] = "";
-	long v = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (read(fd, buf, sizeof(buf) - 1) > 0)
-		v = strtol(buf, NULL, 10);
-	close(fd);
-	return v;
-}
-
-/* Write @val to file @dir/@name; 0 or -1. */
-static int write_at(const char *dir, const char *name, const char *val)
-{
-	char path[PATH_MAX];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
-}
-
 /* Whether the running kernel is at least @major.@minor. */
 static int kernel_at_least(int major, int minor)
 {
@@ -646,7 +613,7 @@ static int revoked_writes_in_memcg(const char *cg)
 	size_t i;
 
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (write_at(cg, "cgroup.procs", pid))
+	if (sysfs_write(cg, "cgroup.procs", pid))
 		return __LINE__;
 	if (!buf || fd < 0 || ofd < 0 ||
 	    xp_make(ofd, buf, RSS_LEN, 0600, &segid) ||
@@ -655,10 +622,10 @@ static int revoked_writes_in_memcg(const char *cg)
 	z = ext_attach(fd, a, RSS_LEN, XPMEM_EXT_ATTACH_ZERO_REVOKED);
 	if (!z || xp_remove(ofd, segid))
 		return __LINE__;
-	before = read_long_at(cg, "memory.current");
+	before = sysfs_read_long(cg, "memory.current");
 	for (i = 0; i < RSS_LEN; i += PAGE)
 		z[i] = 1;
-	written = read_long_at(cg, "memory.current");
+	written = sysfs_read_long(cg, "memory.current");
 	if (before < 0 || written < before + (long)RSS_LEN / 16 * 15) {
 		fprintf(stderr, "# memory.current %ld, %ld after the writes\n",
 			before, written);
@@ -682,7 +649,7 @@ TEST_F(events, zero_revoked_private_pages_charge_the_memcg)
 
 	if (!kernel_at_least(5, 11))
 		SKIP(return, "pages mapped into a process are charged from 5.11");
-	if (read_long_at(root, "cgroup.procs") < 0) {
+	if (sysfs_read_long(root, "cgroup.procs") < 0) {
 		ASSERT_NE(NULL, mkdtemp(top));
 		if (mount("cgroup2", top, "cgroup2", 0, NULL)) {
 			rmdir(top);
@@ -692,7 +659,7 @@ TEST_F(events, zero_revoked_private_pages_charge_the_memcg)
 		mounted = 1;
 	}
 	snprintf(cg, sizeof(cg), "%s/xpmem-zero-%d", root, getpid());
-	if (write_at(root, "cgroup.subtree_control", "+memory") ||
+	if (sysfs_write(root, "cgroup.subtree_control", "+memory") ||
 	    mkdir(cg, 0755)) {
 		if (mounted) {
 			umount(top);

@@ -25,6 +25,43 @@
 #define LEN		(4UL << 20)
 #define STORM_THREADS	64
 
+/* 'D', 'R', 'S', ... of @pid, or 0 once it is gone */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Log where @pid, killed 60 s ago, still is: its state and kernel stack. */
+static void log_still_there(struct __test_metadata *_metadata, pid_t pid)
+{
+	char path[64], buf[2048];
+	ssize_t n;
+	int sfd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stack", pid);
+	sfd = open(path, O_RDONLY);
+	n = sfd >= 0 ? read(sfd, buf, sizeof(buf) - 1) : -1;
+	buf[n > 0 ? n : 0] = 0;
+	TH_LOG("pid %d still there 60 s after SIGKILL, state %c, in:\n%s",
+	       pid, proc_state(pid), buf);
+	if (sfd >= 0)
+		close(sfd);
+}
+
 FIXTURE(storm)
 {
 	int fd;
@@ -214,21 +251,7 @@ TEST_F_TIMEOUT(storm, sigkill_ends_faulting_attacher, 180)
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	/* with the storm still running */
 	ASSERT_EQ(1, poll(&pfd, 1, 60000)) {
-		char path[64], buf[2048];
-		ssize_t n;
-		int sfd;
-
-		/* where it sleeps, for the log */
-		snprintf(path, sizeof(path), "/proc/%d/stack", pid);
-		sfd = open(path, O_RDONLY);
-		n = sfd >= 0 ? read(sfd, buf, sizeof(buf) - 1) : -1;
-		if (n > 0) {
-			buf[n] = 0;
-			TH_LOG("attacher still alive 60 s after SIGKILL:\n%s",
-			       buf);
-		}
-		if (sfd >= 0)
-			close(sfd);
+		log_still_there(_metadata, pid);
 		storm_stop(self);
 	}
 	close(pfd.fd);
@@ -409,26 +432,6 @@ FIXTURE_TEARDOWN(teardown)
 		close(self->fd);
 }
 
-/* 'D', 'R', 'S', ... of @pid, or 0 once it is gone */
-static char td_state(pid_t pid)
-{
-	char path[64], buf[256], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /*
  * Wait for @pid's death with the storm still running: 1 once it is
  * dead (reaped, killed by a signal), 0 if it is still there after 60 s,
@@ -444,20 +447,7 @@ static int td_dies(struct __test_metadata *_metadata, pid_t pid)
 	if (pfd.fd < 0)
 		return 0;
 	if (poll(&pfd, 1, 60000) != 1) {
-		char path[64], buf[2048];
-		ssize_t n;
-		int sfd;
-
-		snprintf(path, sizeof(path), "/proc/%d/stack", pid);
-		sfd = open(path, O_RDONLY);
-		n = sfd >= 0 ? read(sfd, buf, sizeof(buf) - 1) : -1;
-		if (n > 0) {
-			buf[n] = 0;
-			TH_LOG("state %c 60 s after SIGKILL, in:\n%s",
-			       td_state(pid), buf);
-		}
-		if (sfd >= 0)
-			close(sfd);
+		log_still_there(_metadata, pid);
 		close(pfd.fd);
 		return 0;
 	}
@@ -568,7 +558,7 @@ TEST_F_TIMEOUT(teardown, munmap_while_zaps_queued, 600)
 				.fd = c.to_parent[0], .events = POLLIN,
 			};
 
-			if (td_state(pid) == 'D' || poll(&u, 1, 0) == 1)
+			if (proc_state(pid) == 'D' || poll(&u, 1, 0) == 1)
 				break;
 		}
 		ASSERT_EQ(0, kill(pid, SIGKILL));

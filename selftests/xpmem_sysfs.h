@@ -8,21 +8,35 @@
 #define XPMEM_SYSFS_H
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define STATS_DIR	"/sys/class/misc/xpmem/stats/"
 #define PARAM_DIR	"/sys/module/xpmem/parameters/"
 
-/* The number in the file @dir@name, or -1 if it cannot be read. */
+/* @dir/@name in @path (@dir may end with a slash); 0, or -1 if too long. */
+static inline int sysfs_path(char *path, size_t len, const char *dir,
+			     const char *name)
+{
+	size_t n = strlen(dir);
+	int r = snprintf(path, len, "%s%s%s", dir,
+			 n && dir[n - 1] == '/' ? "" : "/", name);
+
+	return r < 0 || (size_t)r >= len ? -1 : 0;
+}
+
+/* The number in the file @dir/@name, or -1 if it cannot be read. */
 static inline long sysfs_read_long(const char *dir, const char *name)
 {
-	char path[128], buf[32] = "";
+	char path[PATH_MAX], buf[32] = "";
 	long v = -1;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s%s", dir, name);
+	if (sysfs_path(path, sizeof(path), dir, name))
+		return -1;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -30,6 +44,24 @@ static inline long sysfs_read_long(const char *dir, const char *name)
 		v = strtol(buf, NULL, 10);
 	close(fd);
 	return v;
+}
+
+/* Write @val to the file @dir/@name; 0 or -1. */
+static inline int sysfs_write(const char *dir, const char *name,
+			      const char *val)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if (sysfs_path(path, sizeof(path), dir, name))
+		return -1;
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
 }
 
 /* A counter from STATS_DIR, or -1 if it does not exist (or, root only). */
