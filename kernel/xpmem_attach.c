@@ -119,6 +119,18 @@ static void xpmem_att_free_mirrored(struct xpmem_att *att)
  * The worker of an attachment's end: runs on its own queue, holds no
  * lock, and nothing waits for it (an owner that keeps invalidating only
  * delays it, and with it the freeing of @att's memory).
+ *
+ * May wait for: the settle work (cancel_work_sync(), itself waiting for
+ * the owner's invalidations in flight) and, in
+ * mmu_interval_notifier_remove(), the end of the owner's invalidations in
+ * flight - uninterruptibly, but in a kworker, never in a task of the
+ * attacher or the owner.  The core never calls it, so it cannot hold an
+ * i_mmap_rwsem, mmap_lock or folio lock the wait depends on.  It owns
+ * @att: the release (or failed ATTACH) handed it over and nothing else
+ * reaches @att but the notifier callbacks and their listed zaps, which
+ * the removal waits for.  It maps nothing and touches no owner memory;
+ * the pages it frees were charged to the attacher (memcg, and the user's
+ * revoked-page count was given back at release).
  */
 static void xpmem_att_unmirror_work(struct work_struct *work)
 {
@@ -179,6 +191,13 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
  * nothing waits for: removing a notifier waits for the owner's
  * invalidations in progress to end, which another user's owner can
  * prolong at will, and no path to exit or munmap may wait for that.
+ *
+ * Called from __fput() (task work of munmap, close or exit) with no lock
+ * held.  May wait for: permit->lock and seg->att_lock, which RELEASE and
+ * REMOVE hold across their zaps - the zap worker, which needs only
+ * attachments' i_mmap_rwsem and page table locks, none of which the
+ * owner can hold for long - and nothing the owner or another user can
+ * prolong.  It maps nothing and touches no owner memory.
  */
 static int xpmem_att_release(struct inode *inode, struct file *file)
 {

@@ -451,6 +451,17 @@ static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
  * a fault waits - killably - only until the worker is done
  * (xpmem_fault_wait_settled()).  Runs on the queue of attachment ends,
  * which cancels it before removing the notifiers.
+ *
+ * May wait for: the owner's invalidations in flight, uninterruptibly, in
+ * a kworker (never a task of the attacher: a fault's wait for it is
+ * killable, and nothing on a path to exit, munmap or close waits for it -
+ * the end worker cancels it, in a kworker too).  The core never calls it,
+ * so it holds no i_mmap_rwsem, mmap_lock or folio lock that wait could
+ * need.  What it touches - the attachment, its notifiers and the owner's
+ * record - stays until cancel_work_sync() in the end worker returns, and
+ * the attachment holds the record until then.  It maps nothing and reads
+ * no owner memory, so placement and revocation are not its concern; it
+ * allocates nothing.
  */
 static void xpmem_att_settle_work(struct work_struct *work)
 {

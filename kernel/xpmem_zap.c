@@ -66,6 +66,14 @@ struct xpmem_zap_req {
 	struct list_head zaps;		/* struct xpmem_zap */
 };
 
+/*
+ * May wait for: the listed attachments' i_mmap_rwsem (read) and the
+ * attachers' page table locks (above: never one the core holds while it
+ * waits for this worker).  It owns what it touches: each zap holds its
+ * attachment's inode (xpmem_zap_list()), and the attachment outlives the
+ * invalidation that listed it.  It only removes PTEs (maps nothing, reads
+ * no owner memory) and allocates no page.
+ */
 static void xpmem_zap_work(struct work_struct *work)
 {
 	struct xpmem_zap_req *req =
