@@ -85,7 +85,7 @@ FORCE:
 .PHONY: FORCE all userspace lib tests tools module modules host-build host-tests check \
 	demo bench deps deps-test arm64 sparse checkpatch w1 install install-lib install-tools \
 	install-man install-module-conf install-dkms-src dkms-src dist uninstall clean \
-	distclean help debug-kernel man-check pkg-check
+	distclean help debug-kernel man-check pkg-check doc-check
 .DELETE_ON_ERROR:
 # Never delete these as make intermediates.
 .SECONDARY: $(KSFT) $(LIB_OBJS) $(HLIB_OBJS)
@@ -120,6 +120,7 @@ help:
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
 	@echo "make man-check | pkg-check  man pages; Debian packages (as root)"
+	@echo "make doc-check     references in docs and comments resolve (run by make check)"
 	@echo "make debug-kernel  build/refresh the cached debug-6.12 kernel"
 	@echo "selftests/vm/run.sh KERNEL [SUITE-FILTER]   one kernel, some suites"
 	@echo "Variables: CC CPPFLAGS CFLAGS LDFLAGS WERROR=0 PREFIX LIBDIR MANDIR DESTDIR"
@@ -279,7 +280,7 @@ host-tests: $(LIB_TARGETS) $(HOST_TESTS) | deps-test
 # ---------------------------------------------------------------- QEMU -------
 
 # SUITES="xpmem_core lib_abi" restricts the VM suites (names containing a word).
-check: userspace | deps-test
+check: userspace doc-check | deps-test
 	@SUITES="$(SUITES)" selftests/vm/check.sh $(KERNELS)
 
 demo: lib tools tests | deps-test
@@ -346,6 +347,10 @@ dist:
 
 man-check:
 	@sh man/check.sh
+
+# References in the docs and comments resolve (selftests/doc-check.py).
+doc-check:
+	@python3 selftests/doc-check.py
 
 # Debian packages: build, lintian, scratch-root install, dkms build (root).
 pkg-check: | deps-test
