@@ -36,6 +36,9 @@ import sys
 
 root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                        os.path.join(os.path.dirname(__file__), '..'))
+if len(sys.argv) > 1 and sys.argv[1] in ('-h', '--help'):
+    print(__doc__)
+    sys.exit(0)
 if len(sys.argv) > 2 or not os.path.isdir(root):
     sys.exit(__doc__.split('\n\n')[1])
 os.chdir(root)
