@@ -10,12 +10,14 @@ Checks, printing FILE:LINE: PROBLEM for each failure and exiting 1 if any:
     name a file that exists, and a #anchor must be the slug of a heading of
     that file (GitHub's rules: lower case, punctuation dropped, spaces to
     hyphens, -1, -2 for repeated headings).  Everywhere (Markdown, man/,
-    kernel/, lib/, include/, tools/, selftests/): a prose reference to a
+    kernel/, lib/, include/, tools/, selftests/, debian/, rpm/, Makefile,
+    Kbuild, dkms.conf): a prose reference to a
     section, written
         FILE.md, "Heading"           (also FILE.md, "Heading", "Other")
         "Heading" in FILE.md
-    where FILE.md is a path from the top (docs/design.md) or the name of
-    a file in docs/ (design.md), must name a heading of FILE.md exactly
+    where FILE.md is a path from the top (docs/design.md), the name of a
+    file in docs/ (design.md) or README (README.md), must name a heading
+    of FILE.md exactly
     (Markdown markup such as `code` in the heading is ignored).  Inside one
     Markdown file, refer to its own sections with a link: [text](#anchor).
  b) no "issue N" or "stop N" (any case) in docs/, man/, tools/, kernel/,
@@ -133,6 +135,8 @@ def headings(path):
 
 
 def resolve_doc(name):
+    if name == 'README':
+        name = 'README.md'
     if '/' in name:
         return name if os.path.isfile(name) else None
     for cand in ('docs/' + name, name):
@@ -162,7 +166,7 @@ for path in MD:
                 elif anchor not in headings(dest)[1]:
                     problem(path, n, f'link {target}: no heading of {dest} has the anchor #{anchor}')
 
-DOCNAME = r'((?:[\w.-]+/)*[\w.-]+\.md)'
+DOCNAME = r'((?:[\w.-]+/)*[\w.-]+\.md|\bREADME\b)'
 QUOTED = r'"([^"\n]+)"'
 REF_FILE_FIRST = re.compile(DOCNAME + r',\s+' + r'((?:' + QUOTED + r'(?:\s*,\s*|\s+and\s+)?)+)')
 REF_NAME_FIRST = re.compile(QUOTED + r'\s+in\s+' + DOCNAME)
@@ -182,7 +186,8 @@ def check_ref(path, n, doc, names):
 
 
 REF_DIRS = ('docs', 'man', 'kernel', 'lib', 'include', 'tools', 'selftests')
-SRC = [f for f in FILES if (f in ('README.md',) or under(f, *REF_DIRS)) and
+SRC = [f for f in FILES if (f in ('README.md', 'Makefile', 'Kbuild', 'dkms.conf') or
+                            under(f, *REF_DIRS, 'debian', 'rpm')) and
        f != 'selftests/doc-check.py' and not re.search(r'\.(png|svg|gz|xz|o|ko)$', f)]
 for path in SRC:
     lines = read_lines(path)
@@ -191,7 +196,7 @@ for path in SRC:
     for i, line in enumerate(stripped):
         # a reference may be wrapped onto the next line
         joined = line + ' ' + (stripped[i + 1].strip() if i + 1 < len(stripped) else '')
-        if '.md' not in joined:
+        if '.md' not in joined and 'README' not in joined:
             continue
         for m in REF_FILE_FIRST.finditer(joined):
             if m.start() < len(line):
