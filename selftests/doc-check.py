@@ -93,8 +93,7 @@ MD = [f for f in FILES if f.endswith('.md') and
 def plain(text):
     """Heading text without Markdown markup."""
     text = re.sub(r'\[([^\]]*)\]\([^)]*\)', r'\1', text)
-    return re.sub(r'[`*_]', '', text).strip() if '`' in text or '*' in text \
-        else text.strip()
+    return re.sub(r'[`*]', '', text).strip()
 
 
 def slug(text):
