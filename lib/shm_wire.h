@@ -4,7 +4,7 @@
  * registry memfd, the segment and key socket names, and the messages on
  * those sockets (authorization request, key answer, grant).  Fixed-width
  * fields only; a layout change changes its magic.  The library and
- * tools/xpmem.c (which lists registries) include it; it declares no
+ * tools/cli/registry.c (which lists registries) include it; it declares no
  * function of the library.
  *
  * Invariants: a segment lives in registry slot segid % SHM_REG_SLOTS, and
