@@ -62,8 +62,10 @@ TEST_SRCS   := $(filter-out selftests/host_%.c,$(wildcard selftests/*.c))
 STRESS_SRCS := $(wildcard selftests/stress/*.c)
 HOST_SRCS   := $(wildcard selftests/lib_*.c selftests/host_*.c)
 TOOL_SRCS   := $(wildcard tools/*.c)
-# tools/cli/: the parts of the xpmem tool (tools/xpmem.c is its command line)
+# tools/cli/, tools/bench/: the parts of xpmem and xpmem-bench (tools/xpmem.c
+# and tools/xpmem-bench.c are their command lines)
 CLI_SRCS    := $(wildcard tools/cli/*.c)
+BENCH_SRCS  := $(wildcard tools/bench/*.c)
 
 LIB_OBJS    := $(LIB_SRCS:lib/%.c=$(B)/lib/obj/%.o)
 HLIB_OBJS   := $(LIB_SRCS:lib/%.c=$(B)/host/lib/%.o)
@@ -76,6 +78,7 @@ STRESS_OBJS := $(STRESS_SRCS:selftests/%.c=$(B)/selftests/%.o)
 HOST_TESTS  := $(HOST_SRCS:selftests/%.c=$(B)/host/selftests/%)
 TOOLS       := $(TOOL_SRCS:tools/%.c=$(B)/tools/%)
 CLI_OBJS    := $(CLI_SRCS:tools/%.c=$(B)/tools/%.o)
+BENCH_OBJS  := $(BENCH_SRCS:tools/%.c=$(B)/tools/%.o)
 KSFT        := $(B)/ksft/kselftest_harness.h $(B)/ksft/kselftest.h
 
 # The .so/.a exist only once lib/ has sources.
@@ -262,8 +265,9 @@ $(B)/tools/%: tools/%.c $(LIB_TARGETS)
 		-o $@ $< $(filter %.o,$^) -L$(B)/lib -lxpmem $(LIB_LIBS)
 
 $(B)/tools/xpmem: $(CLI_OBJS)
+$(B)/tools/xpmem-bench: $(BENCH_OBJS)
 
-$(B)/tools/cli/%.o: tools/cli/%.c
+$(B)/tools/%.o: tools/%.c
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
@@ -380,4 +384,4 @@ distclean:
 	rm -rf $(B)
 
 -include $(wildcard $(B)/lib/obj/*.d $(B)/host/lib/*.d $(B)/selftests/.*.d $(B)/selftests/stress/*.d \
-	$(B)/tools/.*.d $(B)/tools/cli/*.d $(B)/host/selftests/.*.d)
+	$(B)/tools/.*.d $(B)/tools/*/*.d $(B)/host/selftests/.*.d)
