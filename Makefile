@@ -62,10 +62,11 @@ TEST_SRCS   := $(filter-out selftests/host_%.c,$(wildcard selftests/*.c))
 STRESS_SRCS := $(wildcard selftests/stress/*.c)
 HOST_SRCS   := $(wildcard selftests/lib_*.c selftests/host_*.c)
 TOOL_SRCS   := $(wildcard tools/*.c)
-# tools/cli/, tools/bench/: the parts of xpmem and xpmem-bench (tools/xpmem.c
-# and tools/xpmem-bench.c are their command lines)
+# tools/cli/, tools/bench/, tools/scale/: the parts of xpmem, xpmem-bench and
+# xpmem-scale (tools/<name>.c is each one's command line)
 CLI_SRCS    := $(wildcard tools/cli/*.c)
 BENCH_SRCS  := $(wildcard tools/bench/*.c)
+SCALE_SRCS  := $(wildcard tools/scale/*.c)
 
 LIB_OBJS    := $(LIB_SRCS:lib/%.c=$(B)/lib/obj/%.o)
 HLIB_OBJS   := $(LIB_SRCS:lib/%.c=$(B)/host/lib/%.o)
@@ -79,6 +80,7 @@ HOST_TESTS  := $(HOST_SRCS:selftests/%.c=$(B)/host/selftests/%)
 TOOLS       := $(TOOL_SRCS:tools/%.c=$(B)/tools/%)
 CLI_OBJS    := $(CLI_SRCS:tools/%.c=$(B)/tools/%.o)
 BENCH_OBJS  := $(BENCH_SRCS:tools/%.c=$(B)/tools/%.o)
+SCALE_OBJS  := $(SCALE_SRCS:tools/%.c=$(B)/tools/%.o)
 KSFT        := $(B)/ksft/kselftest_harness.h $(B)/ksft/kselftest.h
 
 # The .so/.a exist only once lib/ has sources.
@@ -266,6 +268,7 @@ $(B)/tools/%: tools/%.c $(LIB_TARGETS)
 
 $(B)/tools/xpmem: $(CLI_OBJS)
 $(B)/tools/xpmem-bench: $(BENCH_OBJS)
+$(B)/tools/xpmem-scale: $(SCALE_OBJS)
 
 $(B)/tools/%.o: tools/%.c
 	@mkdir -p $(@D)
