@@ -15,6 +15,9 @@
  * back through another pipe.  At the end the owner prints a table on
  * stdout, the first-touch target ratios at 64 MiB and, with -o, writes a CSV
  * (kind,size,metric,median,min,max,unit).  Progress goes to stderr.
+ *
+ * This file is the options and the run; the rest is in tools/bench/
+ * (bench.h lists its files).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,9 +39,6 @@
 static const char default_sizes[] = "4K,64K,1M,16M,64M,256M";
 /* without 4K, where a page is larger */
 static const char default_sizes_large[] = "64K,1M,16M,64M,256M";
-
-
-/* ---- options ------------------------------------------------------------ */
 
 static void usage(FILE *f, const char *prog)
 {

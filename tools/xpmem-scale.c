@@ -28,6 +28,9 @@
  * (kind,size,metric,median,min,max,unit; kind "ranks" with size = N, or
  * "churn-mutual"/"churn-plain" with size = seconds).  Under emulation
  * (QEMU TCG) only ratios inside one run mean anything.
+ *
+ * This file is the options; the modes are in tools/scale/ (scale.h lists
+ * its files).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,8 +40,6 @@
 #include <unistd.h>
 
 #include "scale/scale.h"
-
-/* ---- options ------------------------------------------------------------ */
 
 static void usage(FILE *f)
 {

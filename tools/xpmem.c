@@ -52,6 +52,9 @@
  * Exit status: 0; 1 on a runtime failure (a message on stderr names the
  * file and the error) or, for status, when no backend is usable; 2 on a
  * usage error.
+ *
+ * This file is the command line; the commands and what they read are in
+ * tools/cli/ (cli.h lists its files).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,8 +68,6 @@
 #ifndef XPMEM_PKG_VERSION
 #define XPMEM_PKG_VERSION "unknown"
 #endif
-
-/* ---- command line ------------------------------------------------------------ */
 
 struct command {
 	const char *name;
