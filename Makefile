@@ -62,6 +62,11 @@ TEST_SRCS   := $(filter-out selftests/host_%.c,$(wildcard selftests/*.c))
 STRESS_SRCS := $(wildcard selftests/stress/*.c)
 HOST_SRCS   := $(wildcard selftests/lib_*.c selftests/host_*.c)
 TOOL_SRCS   := $(wildcard tools/*.c)
+# tools/cli/, tools/bench/, tools/scale/: the parts of xpmem, xpmem-bench and
+# xpmem-scale (tools/<name>.c is each one's command line)
+CLI_SRCS    := $(wildcard tools/cli/*.c)
+BENCH_SRCS  := $(wildcard tools/bench/*.c)
+SCALE_SRCS  := $(wildcard tools/scale/*.c)
 
 LIB_OBJS    := $(LIB_SRCS:lib/%.c=$(B)/lib/obj/%.o)
 HLIB_OBJS   := $(LIB_SRCS:lib/%.c=$(B)/host/lib/%.o)
@@ -73,6 +78,9 @@ TESTS       := $(TEST_SRCS:selftests/%.c=$(B)/selftests/%)
 STRESS_OBJS := $(STRESS_SRCS:selftests/%.c=$(B)/selftests/%.o)
 HOST_TESTS  := $(HOST_SRCS:selftests/%.c=$(B)/host/selftests/%)
 TOOLS       := $(TOOL_SRCS:tools/%.c=$(B)/tools/%)
+CLI_OBJS    := $(CLI_SRCS:tools/%.c=$(B)/tools/%.o)
+BENCH_OBJS  := $(BENCH_SRCS:tools/%.c=$(B)/tools/%.o)
+SCALE_OBJS  := $(SCALE_SRCS:tools/%.c=$(B)/tools/%.o)
 KSFT        := $(B)/ksft/kselftest_harness.h $(B)/ksft/kselftest.h
 
 # The .so/.a exist only once lib/ has sources.
@@ -257,7 +265,15 @@ tools: $(TOOLS)
 $(B)/tools/%: tools/%.c $(LIB_TARGETS)
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $(@D)/.$*.d \
-		-o $@ $< -L$(B)/lib -lxpmem $(LIB_LIBS)
+		-o $@ $< $(filter %.o,$^) -L$(B)/lib -lxpmem $(LIB_LIBS)
+
+$(B)/tools/xpmem: $(CLI_OBJS)
+$(B)/tools/xpmem-bench: $(BENCH_OBJS)
+$(B)/tools/xpmem-scale: $(SCALE_OBJS)
+
+$(B)/tools/%.o: tools/%.c
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # ---------------------------------------------------------------- host tests -
 # lib_* and host_* suites, dynamically linked, ASan+UBSan, library objects
@@ -378,4 +394,4 @@ distclean:
 	rm -rf $(B)
 
 -include $(wildcard $(B)/lib/obj/*.d $(B)/host/lib/*.d $(B)/selftests/.*.d $(B)/selftests/stress/*.d \
-	$(B)/tools/.*.d $(B)/host/selftests/.*.d)
+	$(B)/tools/.*.d $(B)/tools/*/*.d $(B)/host/selftests/.*.d)

@@ -183,18 +183,10 @@ void xpmem_lib_shm_answer_locked(struct shm_segment *seg, int c)
 
 	memset(&g, 0, sizeof(g));
 	g.magic = SHM_GRANT_MAGIC;
-	g.segid = (uint64_t)seg->segid;
 	g.slot = seg->slot;
-	g.mode = seg->info.mode;
-	g.uid = seg->info.uid;
-	g.gid = seg->info.gid;
-	g.page_size = seg->info.page_size;
-	g.offset = seg->info.offset;
-	g.size = seg->info.size;
-	g.obj_dev = seg->info.obj_dev;
-	g.obj_ino = seg->info.obj_ino;
 	g.reg_dev = own->reg_dev;
 	g.reg_ino = own->reg_ino;
+	g.seg = seg->info;
 
 	want = (int)xpmem_lib_shm_mode_access(&seg->info, &who);
 	got = want ? object_access_locked(b, (enum shm_access)want, &who) :
@@ -254,9 +246,9 @@ void xpmem_lib_shm_answer_auth_locked(struct shm_segment *seg, int c,
 				      const struct shm_auth *a)
 {
 	struct shm_grant g = {
-		.magic = SHM_GRANT_MAGIC, .segid = (uint64_t)seg->segid,
-		.slot = seg->slot, .mode = seg->info.mode,
-		.uid = seg->info.uid, .gid = seg->info.gid,
+		.magic = SHM_GRANT_MAGIC, .slot = seg->slot,
+		.seg = { .segid = (uint64_t)seg->segid, .mode = seg->info.mode,
+			 .uid = seg->info.uid, .gid = seg->info.gid },
 	};
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -320,7 +312,8 @@ fail:
 void xpmem_lib_shm_answer_removed(int c, uint64_t segid)
 {
 	struct shm_grant g = {
-		.magic = SHM_GRANT_MAGIC, .segid = segid, .error = ENOENT,
+		.magic = SHM_GRANT_MAGIC, .error = ENOENT,
+		.seg = { .segid = segid },
 	};
 
 	grant_send(c, &g, NULL, 0);

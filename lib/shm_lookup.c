@@ -170,11 +170,23 @@ static int grant_take_fds(struct msghdr *msg, int *fds, int *nfds)
 	return bad;
 }
 
+/* Whether the @n bytes at @data start with the magic of an older grant. */
+static int grant_old_version(const char *data, size_t n)
+{
+	uint64_t magic;
+
+	if (n < sizeof(magic))
+		return 0;
+	memcpy(&magic, data, sizeof(magic));
+	return magic == SHM_GRANT_MAGIC_OLD;
+}
+
 /*
  * grant_recv - wait at most CONNECT_WAIT_S for the owner's answer on
  * @sock and check its form: exactly one struct shm_grant for @segid, with
- * exactly the descriptors its access announces.  The descriptors received
- * are in @fds (*nfds of them) whatever happens: the caller closes them.
+ * exactly the descriptors its access announces; a grant of an older wire
+ * version is -EPROTO.  The descriptors received are in @fds (*nfds of
+ * them) whatever happens: the caller closes them.
  */
 static int grant_recv(int sock, xpmem_segid_t segid, struct shm_grant *g,
 		      int *fds, int *nfds)
@@ -230,10 +242,16 @@ static int grant_recv(int sock, xpmem_segid_t segid, struct shm_grant *g,
 			      (unsigned long long)segid);
 		return -EMFILE;
 	}
+	if (grant_old_version(data, (size_t)n)) {
+		xpmem_lib_log("get %#llx: the owner speaks an older wire "
+			      "version of the shm backend (another libxpmem "
+			      "version): refused", (unsigned long long)segid);
+		return -EPROTO;
+	}
 	if (n == (ssize_t)sizeof(*g))
 		memcpy(g, data, sizeof(*g));
 	if (bad || (msg.msg_flags & MSG_CTRUNC) || n != (ssize_t)sizeof(*g) ||
-	    g->magic != SHM_GRANT_MAGIC || g->segid != (uint64_t)segid ||
+	    g->magic != SHM_GRANT_MAGIC || g->seg.segid != (uint64_t)segid ||
 	    g->access > SHM_ACCESS_RDWR ||
 	    *nfds != shm_grant_fds(g->access)) {
 		xpmem_lib_log("get %#llx: malformed answer from the socket's "
@@ -283,14 +301,15 @@ static void grant_log_refusal(xpmem_segid_t segid, const struct shm_grant *g,
 			      "of another uid gets the owner's whole "
 			      "allocation, and parts of it are in no segment "
 			      "that grants uid %u as much (granted: %s)",
-			      (unsigned long long)segid, g->mode, want,
+			      (unsigned long long)segid, g->seg.mode, want,
 			      (unsigned int)geteuid(),
 			      g->access == SHM_ACCESS_READ ? "read" : "none");
 	else
 		xpmem_lib_log("get %#llx: mode %#o (owner uid %u gid %u) does "
 			      "not grant %s to uid %u",
-			      (unsigned long long)segid, g->mode, g->uid,
-			      g->gid, want, (unsigned int)geteuid());
+			      (unsigned long long)segid, g->seg.mode,
+			      g->seg.uid, g->seg.gid, want,
+			      (unsigned int)geteuid());
 }
 
 /*
@@ -321,8 +340,9 @@ static int get_from_owner(struct shm_permit *p, int sock, xpmem_segid_t segid,
 		goto close_fds;
 	}
 	if (!fd_is(fds[0], O_RDONLY, g.reg_dev, g.reg_ino) ||
-	    !fd_is(fds[1], O_RDONLY, g.obj_dev, g.obj_ino) ||
-	    (nfds > 3 && !fd_is(fds[2], O_RDWR, g.obj_dev, g.obj_ino)) ||
+	    !fd_is(fds[1], O_RDONLY, g.seg.obj_dev, g.seg.obj_ino) ||
+	    (nfds > 3 &&
+	     !fd_is(fds[2], O_RDWR, g.seg.obj_dev, g.seg.obj_ino)) ||
 	    !fd_is_bell(fds[nfds - 1]) ||
 	    !xpmem_lib_shm_registry_valid(fds[0]) ||
 	    g.slot != xpmem_lib_shm_slot_of(segid)) {
@@ -338,10 +358,7 @@ static int get_from_owner(struct shm_permit *p, int sock, xpmem_segid_t segid,
 		ret = -ENOENT;
 		goto close_fds;
 	}
-	if (s->obj_dev != g.obj_dev || s->obj_ino != g.obj_ino ||
-	    s->offset != g.offset || s->size != g.size ||
-	    s->page_size != g.page_size || s->mode != g.mode ||
-	    s->uid != g.uid || s->gid != g.gid || !s->size ||
+	if (memcmp(s, &g.seg, sizeof(*s)) || !s->size ||
 	    s->page_size < xpmem_lib_page_size() ||
 	    (s->page_size & (s->page_size - 1))) {
 		xpmem_lib_log("get %#llx: the owner's answer does not match "
@@ -474,7 +491,8 @@ static int key_answer_recv(int fd, uint64_t *segid)
  * @s:   receives the segment's registry slot
  *
  * Return: 0, or -ENOENT (no such segment, owner gone), -EACCES (mode,
- * key), -EAGAIN (owner stopped, queue full), -EMFILE, or another -errno.
+ * key), -EAGAIN (owner stopped, queue full), -EMFILE, -EPROTO (an owner
+ * of an older wire version answered), or another -errno.
  */
 int xpmem_lib_shm_lookup(struct shm_permit *p,
 			 const struct xpmem_lib_get_req *req,

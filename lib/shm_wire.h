@@ -4,7 +4,7 @@
  * registry memfd, the segment and key socket names, and the messages on
  * those sockets (authorization request, key answer, grant).  Fixed-width
  * fields only; a layout change changes its magic.  The library and
- * tools/xpmem.c (which lists registries) include it; it declares no
+ * tools/cli/registry.c (which lists registries) include it; it declares no
  * function of the library.
  *
  * Invariants: a segment lives in registry slot segid % SHM_REG_SLOTS, and
@@ -127,11 +127,16 @@ _Static_assert(sizeof(struct shm_reg_slot) == 72, "registry slot size");
  * shm_grant_fds(access) descriptors in one SCM_RIGHTS: [0] the registry,
  * read-only; [1] the object, read-only; [2] the object, read-write (only
  * for SHM_ACCESS_RDWR); last, the segment's bell, read end (a peer of
- * another uid cannot open it through /proc).  The slot fields are those
- * of the segment's registry slot, which the peer compares with the slot
- * itself.
+ * another uid cannot open it through /proc).  seg is the segment's
+ * registry slot as the owner wrote it, which the peer compares with the
+ * slot itself; a refusal fills only seg.segid (and, for a key, its mode,
+ * uid and gid).
+ *
+ * The magic is the wire version: a peer that receives the grant magic of
+ * the previous layout (SHM_GRANT_MAGIC_OLD) refuses the get with EPROTO.
  */
-#define SHM_GRANT_MAGIC	0x5850474d47524233ULL	/* "XPGMGRB3" */
+#define SHM_GRANT_MAGIC		0x5850474d47524234ULL	/* "XPGMGRB4" */
+#define SHM_GRANT_MAGIC_OLD	0x5850474d47524233ULL	/* "XPGMGRB3" */
 
 enum shm_access {
 	SHM_ACCESS_NONE = 0,
@@ -150,24 +155,16 @@ enum shm_grant_limit {
 
 struct shm_grant {
 	uint64_t magic;		/* SHM_GRANT_MAGIC */
-	uint64_t segid;
 	int32_t error;		/* 0, or a refusal's positive errno */
 	uint32_t access;	/* enum shm_access: which descriptors follow */
 	uint32_t limit;		/* enum shm_grant_limit */
 	uint32_t slot;		/* segid % SHM_REG_SLOTS */
-	uint32_t mode;		/* permit mode */
-	uint32_t uid;		/* owner's euid at make time */
-	uint32_t gid;		/* owner's egid at make time */
-	uint32_t page_size;	/* object page size */
-	uint64_t offset;	/* segment start in the object */
-	uint64_t size;		/* segment size */
-	uint64_t obj_dev;
-	uint64_t obj_ino;
-	uint64_t reg_dev;
+	uint64_t reg_dev;	/* the registry's inode */
 	uint64_t reg_ino;
+	struct shm_reg_slot seg;	/* the segment's registry slot */
 };
 
-_Static_assert(sizeof(struct shm_grant) == 96, "grant size");
+_Static_assert(sizeof(struct shm_grant) == 112, "grant size");
 _Static_assert(sizeof(struct shm_auth) == 88, "auth size");
 
 /* Descriptors that come with a grant of @access. */

@@ -166,37 +166,16 @@ static int usage(FILE *f, const char *argv0)
 	return f == stdout ? 0 : 2;
 }
 
-int main(int argc, char **argv)
+/*
+ * The default mode: export a page, fork a process that attaches it and
+ * replies in it, check the reply.  Exit status 0 when it came back.
+ */
+static int demo(void)
 {
 	int status, pfd[2], ok;
 	xpmem_segid_t segid;
-	char *buf, *end;
+	char *buf;
 	pid_t pid;
-
-	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
-		return usage(stdout, argv[0]);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 3 && !strcmp(argv[1], "share") && argv[2][0]) {
-		say_backend();
-		return share(argv[2]);
-	}
-	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "join")) {
-		errno = 0;
-		segid = (xpmem_segid_t)strtoll(argv[2], &end, 0);
-		if (errno || *end || segid <= 0) {
-			fprintf(stderr, "xpmem-demo: '%s' is not a segid\n",
-				argv[2]);
-			return usage(stderr, argv[0]);
-		}
-		say_backend();
-		return join(segid, argc == 4 ? argv[3] : NULL);
-	}
-	if (argc > 1) {
-		fprintf(stderr, "xpmem-demo: unexpected argument '%s'\n",
-			argv[1]);
-		return usage(stderr, argv[0]);
-	}
-	say_backend();
 
 	buf = xpmem_ext_alloc(DEMO_SIZE, 0);
 	if (!buf) {
@@ -240,4 +219,36 @@ int main(int argc, char **argv)
 	xpmem_ext_free(buf);
 	printf("xpmem-demo: %s\n", ok ? "SUCCESS: memory shared both ways" : "FAILED");
 	return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	xpmem_segid_t segid;
+	char *end;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
+		return usage(stdout, argv[0]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "share") && argv[2][0]) {
+		say_backend();
+		return share(argv[2]);
+	}
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "join")) {
+		errno = 0;
+		segid = (xpmem_segid_t)strtoll(argv[2], &end, 0);
+		if (errno || *end || segid <= 0) {
+			fprintf(stderr, "xpmem-demo: '%s' is not a segid\n",
+				argv[2]);
+			return usage(stderr, argv[0]);
+		}
+		say_backend();
+		return join(segid, argc == 4 ? argv[3] : NULL);
+	}
+	if (argc > 1) {
+		fprintf(stderr, "xpmem-demo: unexpected argument '%s'\n",
+			argv[1]);
+		return usage(stderr, argv[0]);
+	}
+	say_backend();
+	return demo();
 }
