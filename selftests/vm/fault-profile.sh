@@ -1,8 +1,8 @@
 #!/bin/busybox sh
+# Usage: /fault-profile.sh XPMEM-BENCH-ARGS...   (in the test VM)
+#
 # Where an attachment's first pass spends its time, seen from the guest
 # kernel (run by init.sh in --bench mode when BENCH_PROFILE is set).
-#
-# Usage (in the VM): fault-profile.sh XPMEM-BENCH-ARGS...
 #
 # Runs xpmem-bench once more with the function_graph tracer following only
 # the module's fault handlers and the kernel functions they spend their
@@ -12,6 +12,7 @@
 # output of the same run (first pass wall time, faults) is printed too.
 # Then the same bench, untraced, with fault_window_pages at 1, 16, 64 and
 # 512 pages (the module parameter is writable at run time).
+# shellcheck shell=dash
 set -u
 # shellcheck source=selftests/vm/trace-lib.sh
 . "$(dirname "$0")/trace-lib.sh"

@@ -1,10 +1,10 @@
 #!/bin/bash
-# Fetch (or reuse) a Debian linux-source-X.Y package for a test kernel.
-#
 # Usage: selftests/vm/fetch-kernel-source.sh [-n] [-o SRCDIR] X.Y...
 #        (X.Y one of: 5.10 (bullseye), 7.2 (sid); SRCDIR default build/src;
 #        -n: update the private lists and print the package's URI, fetch
 #        nothing)
+#
+# Fetch (or reuse) a Debian linux-source-X.Y package for a test kernel.
 #
 # The archive is the one this machine's apt sources name (see
 # archive_uris below); apt's own configuration (proxies, authentication)

@@ -1,10 +1,9 @@
 #!/bin/busybox sh
-# shellcheck shell=dash
+# Usage: /inval-profile.sh [XPMEM-SCALE-ARGS...]   (in the test VM)
+#   (default: -n 2,8 -r 7, no churn)
+#
 # Where an owner's invalidation of attached memory spends its time, seen
 # from the guest kernel (run by init.sh in --scale mode with SCALE_PROFILE=1).
-#
-# Usage (in the VM): inval-profile.sh [XPMEM-SCALE-ARGS...]
-#   (default: -n 2,8 -r 7, no churn)
 #
 # Runs xpmem-scale with the function_graph tracer following only
 # madvise(), munmap() and the module's zap worker, recording the kernel
@@ -15,6 +14,7 @@
 # call, so the shares and the calls per invalidation matter, not the
 # absolute times.  Functions a kernel does not have (or inlines) are
 # skipped.
+# shellcheck shell=dash
 set -u
 # shellcheck source=selftests/vm/trace-lib.sh
 . "$(dirname "$0")/trace-lib.sh"

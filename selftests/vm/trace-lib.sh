@@ -1,5 +1,4 @@
 #!/bin/busybox sh
-# shellcheck shell=dash
 # Usage: . "$(dirname "$0")/trace-lib.sh"   (sourced by fault-profile.sh and
 #        inval-profile.sh in the test VM)
 #
@@ -16,6 +15,7 @@
 #     mean duration and share of the time spent in the SHARE-OF functions,
 #     from the trace; NOTE names what those functions are.
 #   trace_reset: the nop tracer and the default buffer again.
+# shellcheck shell=dash
 TR=/sys/kernel/tracing
 
 trace_setup() {
