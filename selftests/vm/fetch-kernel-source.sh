@@ -37,17 +37,36 @@ log() { echo "fetch-kernel-source: $*" >&2; }
 
 # The Debian archive and its security archive, as this machine's apt
 # sources name them (sources.list, sources.list.d/*.list and *.sources,
-# whatever mirror or proxy they point at): apt parses them
-# (apt-get indextargets), and the Release files of its lists tell which
-# repository is which (Origin "Debian", Label "Debian" or
-# "Debian-Security").  Without those lists (apt-get update never ran),
-# the repository path tells: .../debian/ and .../debian-security/.
-# XPMEM_DEBIAN_ARCHIVE and XPMEM_DEBIAN_SECURITY (URIs) override both.
+# whatever mirror or proxy they point at), read by apt itself: the
+# repositories of its package lists whose Release file says Origin
+# "Debian", Label "Debian" or "Debian-Security" (apt-get indextargets);
+# without lists (apt-get update never ran), the repositories apt would
+# fetch (apt-get update --print-uris), told apart by their path:
+# .../debian/ and .../debian-security/.  XPMEM_DEBIAN_ARCHIVE and
+# XPMEM_DEBIAN_SECURITY (URIs) override both.
 archive_uris() {
-	local uri origin label main='' sec=''
-	# shellcheck disable=SC2016 # apt's $(FIELD) placeholders, not expansions
+	local main='' sec=''
+	classify < <(
+		# shellcheck disable=SC2016 # apt's $(FIELD) placeholders
+		apt-get indextargets --format '$(REPO_URI)|$(ORIGIN)|$(LABEL)' \
+			'Created-By: Packages' 2>/dev/null | sort -u)
+	if [ -z "$main" ]; then
+		classify < <(apt-get -o Debug::NoLocking=1 update --print-uris 2>/dev/null |
+			sed -n "s#^'\(.*/\)dists/[^/]*/InRelease' .*#\1||#p" | sort -u)
+	fi
+	main=${XPMEM_DEBIAN_ARCHIVE:-$main}
+	sec=${XPMEM_DEBIAN_SECURITY:-$sec}
+	[ -n "$main" ] || die "no Debian archive in this machine's apt sources (set XPMEM_DEBIAN_ARCHIVE=URI)"
+	archive=${main%/} security=${sec%/}
+}
+# classify: lines "REPO-URI|ORIGIN|LABEL" on stdin; sets archive_uris's
+# main and sec (the first of each).
+classify() {
+	local uri origin label
 	while IFS='|' read -r uri origin label; do
+		# shellcheck disable=SC2016 # an unfilled $(FIELD) placeholder
 		case "$origin" in '$('*) origin= ;; esac
+		# shellcheck disable=SC2016
 		case "$label" in '$('*) label= ;; esac
 		if [ "$origin" = Debian ]; then
 			case "$label" in
@@ -60,12 +79,7 @@ archive_uris() {
 			*/debian-security/) sec=${sec:-$uri} ;;
 			esac
 		fi
-	done < <(apt-get indextargets --format '$(REPO_URI)|$(ORIGIN)|$(LABEL)' \
-			'Created-By: Packages' 2>/dev/null | sort -u)
-	main=${XPMEM_DEBIAN_ARCHIVE:-$main}
-	sec=${XPMEM_DEBIAN_SECURITY:-$sec}
-	[ -n "$main" ] || die "no Debian archive in this machine's apt sources (set XPMEM_DEBIAN_ARCHIVE=URI)"
-	archive=${main%/} security=${sec%/}
+	done
 }
 
 # apt source lines per kernel series: the Debian release that ships it,
