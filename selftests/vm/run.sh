@@ -107,8 +107,7 @@ arm64)
 	result_dev=/dev/ttyS1 ;;
 esac
 # xpmem_stress runs in mode XPMEM_STRESS (default ci) on the debug kernel
-# and in mode XPMEM_STRESS_STOCK (default off; quick takes ~30 s) on the
-# others.
+# and in mode XPMEM_STRESS_STOCK (default off) on the others.
 case "$kname" in
 debug-*) stress=${XPMEM_STRESS:-ci} ;;
 *) stress=${XPMEM_STRESS_STOCK:-off} ;;
