@@ -1,5 +1,5 @@
 #!/bin/bash
-# Build (or reuse) the debug-6.12 test kernel: see build-kernel.sh.
-#
 # Usage: selftests/vm/build-debug-kernel.sh [OUTDIR]   (default build/debug-6.12)
+#
+# Build (or reuse) the debug-6.12 test kernel: see build-kernel.sh.
 exec "$(dirname "$0")/build-kernel.sh" debug-6.12 "$@"

@@ -1,9 +1,9 @@
 #!/bin/bash
-# Build (or reuse) one of the test kernels built from source.
-#
 # Usage: selftests/vm/build-kernel.sh [--prepare] NAME [OUTDIR]
 #        (NAME: debug-6.12, bullseye-5.10, sid-7.2, arm64-6.12,
 #        arm64-6.12-64k; OUTDIR default build/NAME)
+#
+# Build (or reuse) one of the test kernels built from source.
 #
 #   debug-6.12     Debian's linux-source-6.12 (/usr/src, from deps.sh)
 #   bullseye-5.10  Debian 11's linux-source-5.10 (fetch-kernel-source.sh)

@@ -1,10 +1,11 @@
 #!/bin/bash
+# Usage: selftests/vm/check.sh KERNEL...   (make check KERNELS="debian-6.1 ...")
+#
 # `make check`: host tests, the man-page and package checks, then the QEMU
 # runner on each kernel, then one summary.  The very last line printed is "N passed, N failed, N skipped",
 # summed over the host tests and every kernel; exit status 1 if anything
 # failed (a failed build, a VM timeout and console findings count too).
 #
-# Usage: selftests/vm/check.sh KERNEL...   (make check KERNELS="debian-6.1 ...")
 # SUITES="word ..." in the environment restricts the VM suites to those
 # whose name contains a word (host tests always run).
 set -uo pipefail

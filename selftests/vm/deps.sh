@@ -1,10 +1,11 @@
 #!/bin/sh
+# Usage: selftests/vm/deps.sh [build|test|all|arm64] [--check]
+#
 # Install the Debian packages a build or the tests need.
 #
 # Run as root on Debian: runs `apt-get update` once, then `apt-get install -y`.
 # Otherwise: prints the exact install line and exits non-zero.
 #
-# Usage: selftests/vm/deps.sh [build|test|all|arm64] [--check]
 #   build     what `make` and `make install` need: a compiler, liburing-dev and the
 #             headers of the running kernel (for the module)
 #   test      (default; also `all`) everything the test rig needs on top:

@@ -1,10 +1,14 @@
 #!/bin/bash
+# Usage: selftests/vm/fetch-kernel-source.sh [-n] [-o SRCDIR] X.Y...
+#        (X.Y one of: 5.10 (bullseye), 7.2 (sid); SRCDIR default build/src;
+#        -n: update the private lists and print the package's URI, fetch
+#        nothing)
+#
 # Fetch (or reuse) a Debian linux-source-X.Y package for a test kernel.
 #
-# Usage: selftests/vm/fetch-kernel-source.sh [-o SRCDIR] X.Y...
-#        (X.Y one of: 5.10 (bullseye), 7.2 (sid); SRCDIR default build/src)
-#
-# apt runs with a private sources list, private package lists, state,
+# The archive is the one this machine's apt sources name (see
+# archive_uris below); apt's own configuration (proxies, authentication)
+# applies.  apt runs with a private sources list, private package lists, state,
 # status file and archive cache, all under SRCDIR/apt, and without dpkg
 # or its lock: the machine's own apt configuration (/etc/apt, /var/lib/apt,
 # /var/cache/apt) is neither used nor changed.  The .deb is unpacked with
@@ -18,24 +22,79 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 srcdir=$top/build/src
-if [ "${1:-}" = "-o" ]; then
-	srcdir=$2
-	shift 2
-fi
+dry=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-n) dry=1; shift ;;
+	-o) srcdir=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
 [ $# -gt 0 ] || set -- 5.10 7.2
 
 die() { echo "fetch-kernel-source: $*" >&2; exit 1; }
 log() { echo "fetch-kernel-source: $*" >&2; }
 
-# apt source lines per kernel series: the Debian release that ships it.
+# The Debian archive and its security archive, as this machine's apt
+# sources name them (sources.list, sources.list.d/*.list and *.sources,
+# whatever mirror or proxy they point at), read by apt itself: the
+# repositories of its package lists whose Release file says Origin
+# "Debian", Label "Debian" or "Debian-Security" (apt-get indextargets);
+# without lists (apt-get update never ran), the repositories apt would
+# fetch (apt-get update --print-uris), told apart by their path:
+# .../debian/ and .../debian-security/.  XPMEM_DEBIAN_ARCHIVE and
+# XPMEM_DEBIAN_SECURITY (URIs) override both.
+archive_uris() {
+	local main='' sec=''
+	classify < <(
+		# shellcheck disable=SC2016 # apt's $(FIELD) placeholders
+		apt-get indextargets --format '$(REPO_URI)|$(ORIGIN)|$(LABEL)' \
+			'Created-By: Packages' 2>/dev/null | sort -u)
+	if [ -z "$main" ]; then
+		classify < <(apt-get -o Debug::NoLocking=1 update --print-uris 2>/dev/null |
+			sed -n "s#^'\(.*/\)dists/[^/]*/InRelease' .*#\1||#p" | sort -u)
+	fi
+	main=${XPMEM_DEBIAN_ARCHIVE:-$main}
+	sec=${XPMEM_DEBIAN_SECURITY:-$sec}
+	[ -n "$main" ] || die "no Debian archive in this machine's apt sources (set XPMEM_DEBIAN_ARCHIVE=URI)"
+	archive=${main%/} security=${sec%/}
+}
+# classify: lines "REPO-URI|ORIGIN|LABEL" on stdin; sets archive_uris's
+# main and sec (the first of each).
+classify() {
+	local uri origin label
+	while IFS='|' read -r uri origin label; do
+		# shellcheck disable=SC2016 # an unfilled $(FIELD) placeholder
+		case "$origin" in '$('*) origin= ;; esac
+		# shellcheck disable=SC2016
+		case "$label" in '$('*) label= ;; esac
+		if [ "$origin" = Debian ]; then
+			case "$label" in
+			Debian) main=${main:-$uri} ;;
+			Debian-Security) sec=${sec:-$uri} ;;
+			esac
+		elif [ -z "$origin" ]; then
+			case "$uri" in
+			*/debian/) main=${main:-$uri} ;;
+			*/debian-security/) sec=${sec:-$uri} ;;
+			esac
+		fi
+	done
+}
+
+# apt source lines per kernel series: the Debian release that ships it,
+# from the archive (and for bullseye its security archive, if this machine
+# has one) that archive_uris found.
 kr=/usr/share/keyrings
 sources_for() {
+	local main=$archive sec=$security
 	case "$1" in
 	5.10)
-		echo "deb [signed-by=$kr/debian-archive-bullseye-stable.gpg,$kr/debian-archive-bullseye-automatic.gpg] http://deb.debian.org/debian bullseye main"
-		echo "deb [signed-by=$kr/debian-archive-bullseye-security-automatic.gpg,$kr/debian-archive-bullseye-stable.gpg] http://deb.debian.org/debian-security bullseye-security main" ;;
+		echo "deb [signed-by=$kr/debian-archive-bullseye-stable.gpg,$kr/debian-archive-bullseye-automatic.gpg] $main bullseye main"
+		[ -z "$sec" ] ||
+			echo "deb [signed-by=$kr/debian-archive-bullseye-security-automatic.gpg,$kr/debian-archive-bullseye-stable.gpg] $sec bullseye-security main" ;;
 	7.2)
-		echo "deb [signed-by=$kr/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" ;;
+		echo "deb [signed-by=$kr/debian-archive-keyring.gpg] $main sid main" ;;
 	*)
 		return 1 ;;
 	esac
@@ -44,7 +103,7 @@ sources_for() {
 fetch_one() {
 	local ver=$1 pkg=linux-source-$1 tar=$srcdir/linux-source-$1.tar.xz
 	local a=$srcdir/apt/$ver deb start
-	if [ -s "$tar" ]; then
+	if [ -s "$tar" ] && [ -z "$dry" ]; then
 		log "$pkg: cached ($tar)"
 		echo "$tar"
 		return 0
@@ -52,6 +111,7 @@ fetch_one() {
 	start=$(date +%s)
 	mkdir -p "$a/lists/partial" "$a/archives/partial" "$a/etc"
 	sources_for "$ver" > "$a/etc/sources.list" || die "unknown kernel series '$ver' (known: 5.10 7.2)"
+	log "$pkg: from $(awk '{ print $(NF - 2), $(NF - 1) }' "$a/etc/sources.list" | tr '\n' ' ')"
 	: > "$a/status"
 	local opts=(
 		-o "Dir::State=$a"
@@ -70,6 +130,10 @@ fetch_one() {
 	)
 	log "$pkg: apt-get update (private lists in $a)"
 	apt-get -q "${opts[@]}" update >&2 || die "apt-get update failed"
+	if [ -n "$dry" ]; then
+		apt-get -q "${opts[@]}" --print-uris download "$pkg" || die "no $pkg in $a/etc/sources.list"
+		return 0
+	fi
 	log "$pkg: downloading $(apt-cache "${opts[@]}" policy "$pkg" | sed -n 's/^ *Candidate: //p')"
 	# apt-get download writes into the current directory (as root: the
 	# private tree need not be reachable by the _apt user).
@@ -91,6 +155,7 @@ fetch_one() {
 
 mkdir -p "$srcdir"
 srcdir=$(cd "$srcdir" && pwd)
+archive_uris
 for v in "$@"; do
 	fetch_one "$v"
 done

@@ -1,4 +1,6 @@
 #!/bin/busybox sh
+# Usage: /init (rdinit=/init on the kernel command line)
+#
 # /init of the xpmem test VM (busybox initramfs, packed by selftests/vm/run.sh).
 #
 # Console (ttyS0; arm64: ttyAMA0) gets everything a human wants to read;
@@ -6,7 +8,11 @@
 # /dev/hvc0) gets a clean, machine-readable copy of each suite's output
 # framed by "@@XPMEM" lines, which the host parses (kernel messages never
 # go there).
-# Settings come from /etc/xpmem-run.conf (see run.sh).
+# Settings come from /etc/xpmem-run.conf, the suites to run (check mode)
+# from /etc/xpmem-suites.txt, one line each: "PASS NAME TIMEOUT
+# [ENV-ARG...]" (both written by run.sh, selftests/vm/initramfs.sh).  The
+# other modes (demo, bench, scale) are in /init-modes.sh.
+# shellcheck shell=dash
 
 # No `set -e`: if init exits the kernel panics, and one failing step must not
 # cost the rest of the run (the host judges everything from the logs).
@@ -41,21 +47,11 @@ hostname xpmem-vm
 
 MODE=check
 SUITE_FILTER=
-SUITE_TIMEOUT=300
 KERNEL_NAME=unknown
-# xpmem_stress: off, quick, ci or long (run.sh: ci on the debug kernel, off
-# on the others), its own timeout, and XPMEM_STRESS_* settings to pass on.
-XPMEM_STRESS=off
-STRESS_TIMEOUT=900
-STRESS_ENV=
-FALLBACK_PASS=1
-BENCH_ARGS=
-BENCH_PROFILE=
 RESULT_DEV=/dev/ttyS1
-SCALE_ARGS=
-SCALE_CHURN=0
-SCALE_PROFILE=0
+# shellcheck source=/dev/null # written by run.sh
 [ -f /etc/xpmem-run.conf ] && . /etc/xpmem-run.conf
+SUITES=/etc/xpmem-suites.txt
 
 R=$RESULT_DEV
 [ -c "$R" ] || R=/dev/console
@@ -66,16 +62,6 @@ say "kernel $(uname -r) ($KERNEL_NAME), $(nproc) cpus," \
 	"nodes: $(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)," \
 	"mode $MODE, filter '${SUITE_FILTER:-*}'"
 rec "START $KERNEL_NAME $(uname -r)"
-
-# matches NAME: true if SUITE_FILTER is empty or NAME contains one of its
-# space-separated words.
-matches() {
-	[ -z "$SUITE_FILTER" ] && return 0
-	for w in $SUITE_FILTER; do
-		case "$1" in *"$w"*) return 0 ;; esac
-	done
-	return 1
-}
 
 # dstate_pids: tasks (user or kernel) in uninterruptible sleep.  The state
 # is the field after the last ')' of /proc/PID/stat (comm may contain any
@@ -137,16 +123,15 @@ procs_dump() {
 	done
 }
 
-# run_suite PASS NAME [ENV...]: run /selftests/NAME in its own session (so
-# that the whole process group can be killed: a test's children must not
-# outlive it) with a watchdog of SUITE_TIMEOUT seconds (RUN_TIMEOUT if set),
-# in its own tmpfs directory; stream the output to the console, then copy it
+# run_suite PASS NAME TIMEOUT [ENV...]: run /selftests/NAME in its own
+# session (so that the whole process group can be killed: a test's children
+# must not outlive it) with a watchdog of TIMEOUT seconds, in its own tmpfs
+# directory; stream the output to the console, then copy it
 # to the result channel, then look for tasks left in D state.  Output goes
 # to a file, not a pipe, so a child stuck in the kernel cannot hang the
 # runner.
 run_suite() {
-	pass=$1; name=$2; shift 2
-	tmo=${RUN_TIMEOUT:-$SUITE_TIMEOUT}
+	pass=$1; name=$2; tmo=$3; shift 3
 	dir=/tmp/run-$pass-$name
 	mkdir -p "$dir"
 	: > "$dir/.out"
@@ -214,184 +199,32 @@ unload_module() {
 	return 0
 }
 
-# bench_profile: with BENCH_PROFILE set, run fault-profile.sh with it and
-# send its report to the result channel between @@XPMEM BENCH-PROFILE lines.
-bench_profile() {
-	[ -n "$BENCH_PROFILE" ] || return 0
-	say "---- bench profile: xpmem-bench $BENCH_PROFILE, traced ----"
-	# shellcheck disable=SC2086 # BENCH_PROFILE is a word list
-	/fault-profile.sh $BENCH_PROFILE > /tmp/profile.txt 2>&1
-	prc=$?
-	cat /tmp/profile.txt
-	{
-		echo "@@XPMEM BENCH-PROFILE-BEGIN"
-		cat /tmp/profile.txt
-		echo "@@XPMEM BENCH-PROFILE-END rc=$prc"
-	} > "$R"
-}
-
-suites() { # suites PREFIX: basenames of /selftests/PREFIX* that match the filter
-	for s in /selftests/"$1"*; do
-		[ -x "$s" ] || continue
-		n=${s##*/}
-		[ "$n" = xpmem_stress ] && [ "$XPMEM_STRESS" = off ] && continue
-		matches "$n" && echo "$n"
-	done
-}
-
-# The cross-container transcript: an owner in this IPC namespace shares a
-# page with a secret (xpmem-demo share), attachers in new IPC namespaces
-# (and a user namespace) join it with the secret, a wrong one and none.
-containers_demo() {
-	say "---- demo 1b: across IPC namespaces (containers) ----"
-	mkfifo /tmp/demo-in /tmp/demo-out || return
-	(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-demo share s3cret \
-		< /tmp/demo-in > /tmp/demo-out 2>&1) &
-	exec 3> /tmp/demo-in 4< /tmp/demo-out
-	segid=
-	while [ -z "$segid" ] && IFS= read -r line <&4; do
-		echo "$line"
-		case "$line" in "segid "*) segid=${line#segid } ;; esac
-	done
-	if [ -n "$segid" ]; then
-		for args in "-i|$segid s3cret" "-i|$segid wrong" "-i|$segid" \
-			    "-i -U -r|$segid s3cret"; do
-			echo "\$ unshare ${args%%|*} xpmem-demo join ${args#*|}"
-			# shellcheck disable=SC2086 # options and arguments
-			unshare ${args%%|*} /tools/xpmem-demo join ${args#*|} 2>&1
-			echo "(exit status $?)"
-		done
-	fi
-	exec 3>&-
-	cat <&4
-	exec 4<&-
-	wait
-	rm -f /tmp/demo-in /tmp/demo-out
-}
-
-if [ "$MODE" = demo ]; then
-	say "---- demo 1: through the module (/dev/xpmem) ----"
-	if insmod /xpmem.ko; then
-		ls -l /dev/xpmem
-		if [ -x /tools/xpmem-demo ]; then
-			(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-demo)
-			say "demo (module) exit status $?"
-			containers_demo
-		else
-			say "no /tools/xpmem-demo in this build"
-		fi
-		bench_profile
-		unload_module && say "module unloaded"
-	else
-		say "insmod /xpmem.ko failed"
-	fi
-	say "---- demo 2: module unloaded, fallback (POSIX shm) ----"
-	if [ -x /tools/xpmem-demo ]; then
-		if [ -e /dev/xpmem ]; then
-			say "module still loaded: forcing XPMEM_BACKEND=shm"
-			(cd /tmp && XPMEM_BACKEND=shm /tools/xpmem-demo)
-		else
-			(cd /tmp && /tools/xpmem-demo)
-		fi
-		say "demo (fallback) exit status $?"
-	fi
+# finish WHAT: report DONE, power off.
+finish() {
 	rec DONE
-	say "done, powering off"
+	say "$1, powering off"
 	sync
 	reboot -f
-	sleep 5; poweroff -f
-fi
+	sleep 5
+	poweroff -f
+}
 
-if [ "$MODE" = bench ]; then
-	# One xpmem-bench run with the module: the table goes to the console,
-	# then table and CSV to the result channel between @@XPMEM BENCH lines
-	# (run.sh writes them to build/bench/).  Progress (stderr) streams to
-	# the console.  Shared-memory THP for the memfd baseline of the thp
-	# kind (off by default: with it, thp compares like with like).
-	T=/sys/kernel/mm/transparent_hugepage
-	[ -w $T/shmem_enabled ] && echo advise > $T/shmem_enabled
-	say "---- bench: xpmem-bench $BENCH_ARGS through the module ----"
-	say "THP enabled: $(cat $T/enabled 2>/dev/null), shmem_enabled:" \
-		"$(cat $T/shmem_enabled 2>/dev/null), 2 MiB huge pages free:" \
-		"$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null)"
-	if insmod /xpmem.ko; then
-		t0=$(date +%s)
-		# shellcheck disable=SC2086 # BENCH_ARGS is a word list
-		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-bench $BENCH_ARGS \
-			-o /tmp/bench.csv > /tmp/bench.txt)
-		rc=$?
-		say "xpmem-bench exit status $rc after $(( $(date +%s) - t0 ))s"
-		cat /tmp/bench.txt
-		{
-			echo "@@XPMEM BENCH-TABLE-BEGIN"
-			cat /tmp/bench.txt
-			echo "@@XPMEM BENCH-TABLE-END rc=$rc"
-			echo "@@XPMEM BENCH-CSV-BEGIN"
-			cat /tmp/bench.csv 2>/dev/null
-			echo "@@XPMEM BENCH-CSV-END"
-		} > "$R"
-		bench_profile
-		unload_module && say "module unloaded"
-	else
-		say "insmod /xpmem.ko failed"
-	fi
-	rec DONE
-	say "done, powering off"
-	sync
-	reboot -f
-	sleep 5; poweroff -f
-fi
+# run_pass PASS: every suite of $SUITES in pass PASS, in order.
+run_pass() {
+	list=$(grep "^$1 " "$SUITES" 2>/dev/null)
+	while read -r p n tmo env; do
+		[ -n "$n" ] || continue
+		# shellcheck disable=SC2086 # the ENV-ARGs are a word list
+		run_suite "$p" "$n" "$tmo" $env
+	done <<EOF
+$list
+EOF
+}
 
-if [ "$MODE" = scale ]; then
-	# xpmem-scale with each module in turn, in one boot: /xpmem-base.ko
-	# (SCALE_BASE) first if present, then /xpmem.ko.  Table and CSV go to
-	# the result channel between @@XPMEM SCALE-*-BEGIN/END <label> lines.
-	for ko in /xpmem-base.ko /xpmem.ko; do
-		[ -f "$ko" ] || continue
-		l=new
-		[ "$ko" = /xpmem-base.ko ] && l=base
-		say "---- scale: xpmem-scale $SCALE_ARGS, churn ${SCALE_CHURN}s, module $ko ----"
-		if ! insmod "$ko"; then
-			say "insmod $ko failed"
-			continue
-		fi
-		t0=$(date +%s)
-		# shellcheck disable=SC2086 # SCALE_ARGS is a word list
-		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-scale $SCALE_ARGS \
-			-o /tmp/scale.csv > /tmp/scale.txt)
-		rc=$?
-		if [ "$rc" = 0 ] && [ "$SCALE_CHURN" != 0 ]; then
-			(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-scale -c "$SCALE_CHURN" \
-				-o /tmp/churn.csv >> /tmp/scale.txt)
-			rc=$?
-			tail -n +2 /tmp/churn.csv >> /tmp/scale.csv 2>/dev/null
-		fi
-		say "xpmem-scale exit status $rc after $(( $(date +%s) - t0 ))s"
-		cat /tmp/scale.txt
-		{
-			echo "@@XPMEM SCALE-TABLE-BEGIN $l"
-			cat /tmp/scale.txt
-			echo "@@XPMEM SCALE-TABLE-END $l rc=$rc"
-			echo "@@XPMEM SCALE-CSV-BEGIN $l"
-			cat /tmp/scale.csv 2>/dev/null
-			echo "@@XPMEM SCALE-CSV-END $l"
-		} > "$R"
-		if [ "$SCALE_PROFILE" = 1 ]; then
-			/inval-profile.sh > /tmp/iprof.txt 2>&1
-			cat /tmp/iprof.txt
-			{
-				echo "@@XPMEM SCALE-PROFILE-BEGIN $l"
-				cat /tmp/iprof.txt
-				echo "@@XPMEM SCALE-PROFILE-END $l"
-			} > "$R"
-		fi
-		unload_module && say "module $ko unloaded"
-	done
-	rec DONE
-	say "done, powering off"
-	sync
-	reboot -f
-	sleep 5; poweroff -f
+if [ "$MODE" != check ]; then
+	# shellcheck source=selftests/vm/init-modes.sh
+	. /init-modes.sh
+	run_mode
 fi
 
 # ---- check mode -------------------------------------------------------------
@@ -414,18 +247,7 @@ else
 	say "no /xpmem.ko in this initramfs (kernel/ empty?)"
 fi
 
-for n in $(suites xpmem_); do
-	if [ "$n" = xpmem_stress ]; then
-		RUN_TIMEOUT=$STRESS_TIMEOUT
-		# shellcheck disable=SC2086 # STRESS_ENV is a word list
-		run_suite kernel "$n" XPMEM_BACKEND=kernel \
-			XPMEM_STRESS="$XPMEM_STRESS" $STRESS_ENV
-		RUN_TIMEOUT=
-	else
-		run_suite kernel "$n" XPMEM_BACKEND=kernel
-	fi
-done
-for n in $(suites lib_); do run_suite kernel "$n" XPMEM_BACKEND=kernel; done
+run_pass kernel
 
 if [ -w /sys/kernel/debug/kmemleak ] && [ -d /sys/module/xpmem ]; then
 	# While the module is loaded its symbols resolve in the backtraces.
@@ -443,19 +265,14 @@ if [ -d /sys/module/xpmem ]; then
 	fi
 fi
 
-if [ "$FALLBACK_PASS" = 1 ]; then
-	for n in $(suites lib_); do run_suite fallback "$n" -u XPMEM_BACKEND; done
+if grep -q '^fallback ' "$SUITES" 2>/dev/null; then
+	run_pass fallback
 else
-	say "fallback pass skipped (FALLBACK_PASS=0)"
+	say "no fallback pass (FALLBACK_PASS=0, or no lib_* suite selected)"
 fi
 
 if [ -w /sys/kernel/debug/kmemleak ]; then
 	kmemleak_dump final
 fi
 
-rec DONE
-say "all suites done, powering off"
-sync
-reboot -f
-sleep 5
-poweroff -f
+finish "all suites done"

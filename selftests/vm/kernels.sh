@@ -1,9 +1,11 @@
-# shellcheck shell=bash disable=SC2034
+# Usage: . selftests/vm/kernels.sh; resolve_kernel NAME TOPDIR BUILDDIR
+#
 # Kernel name -> boot image, module build dir and architecture.  Sourced
 # by run.sh.  Names: debian-6.1, debian-6.12 (Debian's stock kernels),
 # debug-6.12, bullseye-5.10, sid-7.2 (built from source by
 # build-kernel.sh), arm64-6.12, arm64-6.12-64k (arm64, 4 KiB and 64 KiB
 # pages, cross-built from source by build-kernel.sh).
+# shellcheck shell=bash disable=SC2034
 KNOWN_KERNELS="debian-6.1 debian-6.12 debug-6.12 bullseye-5.10 sid-7.2 arm64-6.12 arm64-6.12-64k"
 
 # resolve_kernel NAME TOPDIR BUILDDIR: sets KIMAGE, KDIR and KARCH

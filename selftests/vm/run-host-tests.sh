@@ -1,8 +1,9 @@
 #!/bin/bash
+# Usage: selftests/vm/run-host-tests.sh OUTDIR [TEST-BINARY...]
+#
 # Run the host-side suites (selftests/lib_*.c, selftests/host_*.c built with
 # ASan+UBSan into build/host/selftests/) with XPMEM_BACKEND=shm.
 #
-# Usage: selftests/vm/run-host-tests.sh OUTDIR [TEST-BINARY...]
 # Each suite runs under `timeout` (SUITE_TIMEOUT, default 300 s) in its own
 # temporary directory; logs go to OUTDIR/logs/<name>.log.  Counting follows
 # the kselftest "# Totals:" line; a suite that crashes, times out, exits

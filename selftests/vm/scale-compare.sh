@@ -1,12 +1,12 @@
 #!/bin/bash
+# Usage: selftests/vm/scale-compare.sh KERNEL BASE-REV [BOOTS]
+#   BOOTS       boots of KERNEL (default 5), each running both modules
+#   SCALE_ARGS  xpmem-scale options (default "-n 2,4,8,16 -r 31")
+#
 # Compare the invalidation cost per attacher of two modules over several
 # boots: one boot of `selftests/vm/run.sh --scale` runs xpmem-scale with
 # both (SCALE_BASE first), and under TCG the slope of one boot can be off
 # by a factor of two or more, so a single boot says little.
-#
-# Usage: selftests/vm/scale-compare.sh KERNEL BASE-REV [BOOTS]
-#   BOOTS       boots of KERNEL (default 5), each running both modules
-#   SCALE_ARGS  xpmem-scale options (default "-n 2,4,8,16 -r 31")
 #
 # Prints, for MADV_DONTNEED and munmap of an attached range: each boot's
 # slope (us per attacher) for BASE-REV and for this tree and their ratio,

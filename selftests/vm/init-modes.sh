@@ -1,0 +1,180 @@
+#!/bin/busybox sh
+# Usage: . /init-modes.sh   (sourced by /init, init.sh, in the test VM for
+#        MODE demo, bench or scale; then run_mode)
+#
+# What the VM runs instead of the suites in run.sh's --demo, --bench and
+# --scale modes.  Uses init.sh's settings (BENCH_*, SCALE_*) and helpers
+# (say, rec, unload_module) and the result channel R; each mode ends with
+# finish (DONE, power off).
+# shellcheck shell=dash
+
+# Defaults of the settings /etc/xpmem-run.conf gives.
+: "${BENCH_ARGS=}" "${BENCH_PROFILE=}" "${SCALE_ARGS=}" "${SCALE_CHURN=0}" "${SCALE_PROFILE=0}"
+
+# bench_profile: with BENCH_PROFILE set, run fault-profile.sh with it and
+# send its report to the result channel between @@XPMEM BENCH-PROFILE lines.
+bench_profile() {
+	[ -n "$BENCH_PROFILE" ] || return 0
+	say "---- bench profile: xpmem-bench $BENCH_PROFILE, traced ----"
+	# shellcheck disable=SC2086 # BENCH_PROFILE is a word list
+	/fault-profile.sh $BENCH_PROFILE > /tmp/profile.txt 2>&1
+	prc=$?
+	cat /tmp/profile.txt
+	{
+		echo "@@XPMEM BENCH-PROFILE-BEGIN"
+		cat /tmp/profile.txt
+		echo "@@XPMEM BENCH-PROFILE-END rc=$prc"
+	} > "$R"
+}
+
+# The cross-container transcript: an owner in this IPC namespace shares a
+# page with a secret (xpmem-demo share), attachers in new IPC namespaces
+# (and a user namespace) join it with the secret, a wrong one and none.
+containers_demo() {
+	say "---- demo 1b: across IPC namespaces (containers) ----"
+	mkfifo /tmp/demo-in /tmp/demo-out || return
+	(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-demo share s3cret \
+		< /tmp/demo-in > /tmp/demo-out 2>&1) &
+	exec 3> /tmp/demo-in 4< /tmp/demo-out
+	segid=
+	while [ -z "$segid" ] && IFS= read -r line <&4; do
+		echo "$line"
+		case "$line" in "segid "*) segid=${line#segid } ;; esac
+	done
+	if [ -n "$segid" ]; then
+		for args in "-i|$segid s3cret" "-i|$segid wrong" "-i|$segid" \
+			    "-i -U -r|$segid s3cret"; do
+			echo "\$ unshare ${args%%|*} xpmem-demo join ${args#*|}"
+			# shellcheck disable=SC2086 # options and arguments
+			unshare ${args%%|*} /tools/xpmem-demo join ${args#*|} 2>&1
+			echo "(exit status $?)"
+		done
+	fi
+	exec 3>&-
+	cat <&4
+	exec 4<&-
+	wait
+	rm -f /tmp/demo-in /tmp/demo-out
+}
+
+# mode_demo: the demo through the module, then on the fallback.
+mode_demo() {
+	say "---- demo 1: through the module (/dev/xpmem) ----"
+	if insmod /xpmem.ko; then
+		ls -l /dev/xpmem
+		if [ -x /tools/xpmem-demo ]; then
+			(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-demo)
+			say "demo (module) exit status $?"
+			containers_demo
+		else
+			say "no /tools/xpmem-demo in this build"
+		fi
+		bench_profile
+		unload_module && say "module unloaded"
+	else
+		say "insmod /xpmem.ko failed"
+	fi
+	say "---- demo 2: module unloaded, fallback (POSIX shm) ----"
+	if [ -x /tools/xpmem-demo ]; then
+		if [ -e /dev/xpmem ]; then
+			say "module still loaded: forcing XPMEM_BACKEND=shm"
+			(cd /tmp && XPMEM_BACKEND=shm /tools/xpmem-demo)
+		else
+			(cd /tmp && /tools/xpmem-demo)
+		fi
+		say "demo (fallback) exit status $?"
+	fi
+}
+
+# mode_bench: one xpmem-bench run with the module: the table goes to the
+# console, then table and CSV to the result channel between @@XPMEM BENCH
+# lines (report.sh writes them to build/bench/).  Progress (stderr) streams
+# to the console.  Shared-memory THP for the memfd baseline of the thp
+# kind (off by default: with it, thp compares like with like).
+mode_bench() {
+	T=/sys/kernel/mm/transparent_hugepage
+	[ -w $T/shmem_enabled ] && echo advise > $T/shmem_enabled
+	say "---- bench: xpmem-bench $BENCH_ARGS through the module ----"
+	say "THP enabled: $(cat $T/enabled 2>/dev/null), shmem_enabled:" \
+		"$(cat $T/shmem_enabled 2>/dev/null), 2 MiB huge pages free:" \
+		"$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null)"
+	if insmod /xpmem.ko; then
+		t0=$(date +%s)
+		# shellcheck disable=SC2086 # BENCH_ARGS is a word list
+		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-bench $BENCH_ARGS \
+			-o /tmp/bench.csv > /tmp/bench.txt)
+		rc=$?
+		say "xpmem-bench exit status $rc after $(( $(date +%s) - t0 ))s"
+		cat /tmp/bench.txt
+		{
+			echo "@@XPMEM BENCH-TABLE-BEGIN"
+			cat /tmp/bench.txt
+			echo "@@XPMEM BENCH-TABLE-END rc=$rc"
+			echo "@@XPMEM BENCH-CSV-BEGIN"
+			cat /tmp/bench.csv 2>/dev/null
+			echo "@@XPMEM BENCH-CSV-END"
+		} > "$R"
+		bench_profile
+		unload_module && say "module unloaded"
+	else
+		say "insmod /xpmem.ko failed"
+	fi
+}
+
+# mode_scale: xpmem-scale with each module in turn, in one boot:
+# /xpmem-base.ko (SCALE_BASE) first if present, then /xpmem.ko.  Table and
+# CSV go to the result channel between @@XPMEM SCALE-*-BEGIN/END <label>
+# lines.
+mode_scale() {
+	for ko in /xpmem-base.ko /xpmem.ko; do
+		[ -f "$ko" ] || continue
+		l=new
+		[ "$ko" = /xpmem-base.ko ] && l=base
+		say "---- scale: xpmem-scale $SCALE_ARGS, churn ${SCALE_CHURN}s, module $ko ----"
+		if ! insmod "$ko"; then
+			say "insmod $ko failed"
+			continue
+		fi
+		t0=$(date +%s)
+		# shellcheck disable=SC2086 # SCALE_ARGS is a word list
+		(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-scale $SCALE_ARGS \
+			-o /tmp/scale.csv > /tmp/scale.txt)
+		rc=$?
+		if [ "$rc" = 0 ] && [ "$SCALE_CHURN" != 0 ]; then
+			(cd /tmp && XPMEM_BACKEND=kernel /tools/xpmem-scale -c "$SCALE_CHURN" \
+				-o /tmp/churn.csv >> /tmp/scale.txt)
+			rc=$?
+			tail -n +2 /tmp/churn.csv >> /tmp/scale.csv 2>/dev/null
+		fi
+		say "xpmem-scale exit status $rc after $(( $(date +%s) - t0 ))s"
+		cat /tmp/scale.txt
+		{
+			echo "@@XPMEM SCALE-TABLE-BEGIN $l"
+			cat /tmp/scale.txt
+			echo "@@XPMEM SCALE-TABLE-END $l rc=$rc"
+			echo "@@XPMEM SCALE-CSV-BEGIN $l"
+			cat /tmp/scale.csv 2>/dev/null
+			echo "@@XPMEM SCALE-CSV-END $l"
+		} > "$R"
+		if [ "$SCALE_PROFILE" = 1 ]; then
+			/inval-profile.sh > /tmp/iprof.txt 2>&1
+			cat /tmp/iprof.txt
+			{
+				echo "@@XPMEM SCALE-PROFILE-BEGIN $l"
+				cat /tmp/iprof.txt
+				echo "@@XPMEM SCALE-PROFILE-END $l"
+			} > "$R"
+		fi
+		unload_module && say "module $ko unloaded"
+	done
+}
+
+# run_mode: the mode MODE names, then DONE and power off.
+run_mode() {
+	case "$MODE" in
+	demo) mode_demo ;;
+	bench) mode_bench ;;
+	scale) mode_scale ;;
+	esac
+	finish "done"
+}
