@@ -140,17 +140,117 @@ static void fi_touch(struct fi_shared *sh, int op, void *a, int write)
 	fi_rec(sh, op, bad ? -ENOMEM : 0);
 }
 
+/* One round of a worker: what it opened, made, got and attached. */
+struct fi_round {
+	int fd;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid, papid;
+	void *a, *pa;
+};
+
+/*
+ * Our segment (@b, or sometimes the whole address space) for the peer to
+ * find in @sh, a permit of it, an attachment, and a fault there.
+ */
+static void fi_own(struct fi_shared *sh, int me, uint8_t *b, struct rng *r,
+		   struct fi_round *o)
+{
+	int whole = chance(r, 30);
+	uint64_t off = whole ? (uintptr_t)b : 0;
+	long ret;
+
+	ret = xp_make(o->fd, whole ? NULL : b,
+		      whole ? XPMEM_MAXADDR_SIZE : FI_PAGES * PAGE, 0666, &o->segid);
+	if (ret)
+		o->segid = -1;
+	fi_rec(sh, FI_MAKE, ret);
+	if (ret)
+		return;
+	sh->off[me] = off;
+	sh->segid[me] = o->segid;
+	ret = xp_get(o->fd, o->segid, XPMEM_RDWR, &o->apid);
+	if (ret)
+		o->apid = -1;
+	fi_rec(sh, FI_GET, ret);
+	if (ret)
+		return;
+	ret = xp_attach(o->fd, o->apid, off, 16 * PAGE, NULL, &o->a);
+	if (ret)
+		o->a = NULL;
+	fi_rec(sh, FI_ATTACH, ret);
+	if (!ret)
+		fi_touch(sh, FI_FAULT, o->a, chance(r, 50));
+}
+
+/*
+ * The peer's current segment, which may be gone already: a permit, an
+ * attachment, a fault there, maybe DETACH and RELEASE.
+ */
+static void fi_peer(struct fi_shared *sh, int me, struct rng *r,
+		    struct fi_round *o)
+{
+	xpmem_segid_t psegid = sh->segid[!me];
+	long ret;
+
+	ret = xp_get(o->fd, psegid, XPMEM_RDONLY, &o->papid);
+	fi_rec(sh, FI_GET_PEER, ret == -ENOENT || ret == -EINVAL ? 0 : ret);
+	if (ret)
+		return;
+	ret = xp_attach(o->fd, o->papid, sh->off[!me], 8 * PAGE, NULL, &o->pa);
+	if (ret)
+		o->pa = NULL;
+	fi_rec(sh, FI_ATTACH_PEER, ret == -ENOENT ? 0 :
+	       ret == -EINVAL ? 0 : ret);
+	if (!ret)
+		fi_touch(sh, FI_FAULT_PEER, o->pa, 0);
+	if (!ret && chance(r, 50)) {
+		fi_rec(sh, FI_DETACH, xp_detach(o->fd, o->pa));
+		o->pa = NULL;
+	}
+	if (chance(r, 70))
+		fi_rec(sh, FI_RELEASE, xp_release(o->fd, o->papid));
+}
+
+/*
+ * Owner-side changes under our own attachment; then mostly DETACH,
+ * RELEASE and REMOVE of our objects, and the close takes the rest.
+ */
+static void fi_end(struct fi_shared *sh, uint8_t *b, struct rng *r,
+		   struct fi_round *o)
+{
+	if (munmap(b + 8 * PAGE, 8 * PAGE) ||
+	    mmap(b + 8 * PAGE, 8 * PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != b + 8 * PAGE)
+		fi_rec(sh, FI_OWNER_MM, -errno);
+	else
+		fi_rec(sh, FI_OWNER_MM, 0);
+	madvise(b, 4 * PAGE, MADV_DONTNEED);
+	if (o->segid > 0 && !chance(r, 20)) {
+		if (o->a && chance(r, 50)) {
+			fi_rec(sh, FI_DETACH, xp_detach(o->fd, o->a));
+			o->a = NULL;
+		}
+		if (chance(r, 70))
+			fi_rec(sh, FI_RELEASE,
+			       o->apid > 0 ? xp_release(o->fd, o->apid) : 0);
+		fi_rec(sh, FI_REMOVE, xp_remove(o->fd, o->segid));
+	}
+	/* the rest goes with the close */
+	fi_rec(sh, FI_CLOSE, close(o->fd) ? -errno : 0);
+	/* attachments outlive the fd: unmap what is left */
+	if (o->a)
+		munmap(o->a, 16 * PAGE);
+	if (o->pa)
+		munmap(o->pa, 8 * PAGE);
+}
+
 int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 {
 	uint8_t *b = mmap(NULL, FI_PAGES * PAGE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	xpmem_segid_t segid, psegid;
-	xpmem_apid_t apid, papid;
-	void *a, *pa;
-	uint64_t off;
+	struct fi_round o;
 	struct rng r;
-	long i, ret;
-	int fd, whole;
+	long i;
 
 	if (b == MAP_FAILED)
 		return 1;
@@ -160,79 +260,14 @@ int fi_worker(struct fi_shared *sh, int me, long rounds, uint64_t seed)
 	if (set_make_it_fail(1))
 		return 2;
 	for (i = 0; i < rounds; i++) {
-		a = pa = NULL;
-		apid = papid = segid = -1;
-		fd = xp_open();
-		fi_rec(sh, FI_OPEN, fd < 0 ? -errno : 0);
-		if (fd < 0)
+		o = (struct fi_round){ .segid = -1, .apid = -1, .papid = -1 };
+		o.fd = xp_open();
+		fi_rec(sh, FI_OPEN, o.fd < 0 ? -errno : 0);
+		if (o.fd < 0)
 			continue;
-		whole = chance(&r, 30);
-		off = whole ? (uintptr_t)b : 0;
-		ret = xp_make(fd, whole ? NULL : b,
-			      whole ? XPMEM_MAXADDR_SIZE : FI_PAGES * PAGE, 0666, &segid);
-		if (ret)
-			segid = -1;
-		fi_rec(sh, FI_MAKE, ret);
-		if (!ret) {
-			sh->off[me] = off;
-			sh->segid[me] = segid;
-			ret = xp_get(fd, segid, XPMEM_RDWR, &apid);
-			if (ret)
-				apid = -1;
-			fi_rec(sh, FI_GET, ret);
-			if (!ret) {
-				ret = xp_attach(fd, apid, off, 16 * PAGE, NULL, &a);
-				if (ret)
-					a = NULL;
-				fi_rec(sh, FI_ATTACH, ret);
-				if (!ret)
-					fi_touch(sh, FI_FAULT, a, chance(&r, 50));
-			}
-		}
-		/* the peer's current segment; it may be gone already */
-		psegid = sh->segid[!me];
-		ret = xp_get(fd, psegid, XPMEM_RDONLY, &papid);
-		fi_rec(sh, FI_GET_PEER, ret == -ENOENT || ret == -EINVAL ? 0 : ret);
-		if (!ret) {
-			ret = xp_attach(fd, papid, sh->off[!me], 8 * PAGE, NULL,
-					&pa);
-			if (ret)
-				pa = NULL;
-			fi_rec(sh, FI_ATTACH_PEER, ret == -ENOENT ? 0 :
-			       ret == -EINVAL ? 0 : ret);
-			if (!ret)
-				fi_touch(sh, FI_FAULT_PEER, pa, 0);
-			if (!ret && chance(&r, 50)) {
-				fi_rec(sh, FI_DETACH, xp_detach(fd, pa));
-				pa = NULL;
-			}
-			if (chance(&r, 70))
-				fi_rec(sh, FI_RELEASE, xp_release(fd, papid));
-		}
-		/* owner-side changes under our own attachment */
-		if (munmap(b + 8 * PAGE, 8 * PAGE) ||
-		    mmap(b + 8 * PAGE, 8 * PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != b + 8 * PAGE)
-			fi_rec(sh, FI_OWNER_MM, -errno);
-		else
-			fi_rec(sh, FI_OWNER_MM, 0);
-		madvise(b, 4 * PAGE, MADV_DONTNEED);
-		if (segid > 0 && !chance(&r, 20)) {
-			if (a && chance(&r, 50)) {
-				fi_rec(sh, FI_DETACH, xp_detach(fd, a));
-				a = NULL;
-			}
-			if (chance(&r, 70))
-				fi_rec(sh, FI_RELEASE, apid > 0 ? xp_release(fd, apid) : 0);
-			fi_rec(sh, FI_REMOVE, xp_remove(fd, segid));
-		}
-		/* the rest goes with the close */
-		fi_rec(sh, FI_CLOSE, close(fd) ? -errno : 0);
-		/* attachments outlive the fd: unmap what is left */
-		if (a)
-			munmap(a, 16 * PAGE);
-		if (pa)
-			munmap(pa, 8 * PAGE);
+		fi_own(sh, me, b, &r, &o);
+		fi_peer(sh, me, &r, &o);
+		fi_end(sh, b, &r, &o);
 	}
 	set_make_it_fail(0);
 	return 0;
