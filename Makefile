@@ -58,7 +58,8 @@ comma       := ,
 LIB_VSCRIPT := $(if $(LIB_MAP),-Wl$(comma)--version-script=$(LIB_MAP))
 PC_INS      := $(wildcard lib/xpmem.pc.in lib/cray-xpmem.pc.in)
 TEST_SRCS   := $(filter-out selftests/host_%.c,$(wildcard selftests/*.c))
-# selftests/stress/: parts of xpmem_stress in files of their own (the fuzzer)
+# selftests/stress/: what the processes of xpmem_stress run (the fuzzer, the
+# kill storm, the concurrency cases, fault injection), in files of their own
 STRESS_SRCS := $(wildcard selftests/stress/*.c)
 HOST_SRCS   := $(wildcard selftests/lib_*.c selftests/host_*.c)
 TOOL_SRCS   := $(wildcard tools/*.c)

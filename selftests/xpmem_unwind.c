@@ -457,6 +457,61 @@ static int seg_permit(int fd, char *src, xpmem_segid_t *segid,
 	       xp_get(fd, *segid, XPMEM_RDWR, apid);
 }
 
+/* ---- the walk ----------------------------------------------------------- */
+
+/* One fail-nth walk of a call (nth_walk()), as its callbacks see it. */
+struct walk {
+	struct unw *u;
+	int mode;		/* ONLY_NTH or FROM_NTH */
+	char what[64];		/* the mode and the call, for messages */
+	unsigned int n;		/* the call's allocation N fails (and on) */
+	long r;			/* what the call returned */
+	long fails;		/* calls that failed so far */
+	void *ctx;		/* the test's own */
+};
+
+/*
+ * A walk's call: @prep makes its argument (its address; *@cmd the
+ * ioctl), @check judges what the call returned (w->r, one of w->fails
+ * if not 0) and what it left, and undoes what it made.
+ */
+struct walk_ops {
+	void *(*prep)(struct __test_metadata *_metadata, struct walk *w,
+		      unsigned long *cmd);
+	void (*check)(struct __test_metadata *_metadata, struct walk *w,
+		      void *arg);
+};
+
+/*
+ * The walk: the call with its allocation N failing (ONLY_NTH), or all
+ * from the Nth on (FROM_NTH), for N = 1, 2, ... until a call makes fewer
+ * than N (the failure was not injected), which must then succeed.
+ */
+static void nth_walk(struct __test_metadata *_metadata, struct walk *w,
+		     const struct walk_ops *ops)
+{
+	unsigned long cmd;
+	bool hit = true;
+	void *arg;
+
+	w->fails = 0;
+	w->r = 0;
+	for (w->n = 1; hit && w->n < MAX_NTH; w->n++) {
+		arg = ops->prep(_metadata, w, &cmd);
+		ASSERT_NE(NULL, arg);
+		w->r = nth_ioctl(&w->u->fi, w->mode, w->n, w->u->fd, cmd, arg,
+				 &hit);
+		ASSERT_NE(-EIO, w->r);
+		w->fails += w->r != 0;
+		ops->check(_metadata, w, arg);
+	}
+	TH_LOG("%s: %u allocations walked, %ld failed calls", w->what,
+	       w->n - 1, w->fails);
+	ASSERT_FALSE(hit)
+		TH_LOG("%s: still failing at N = %u", w->what, w->n);
+	ASSERT_EQ(0, w->r);
+}
+
 /* ---- ATTACH ------------------------------------------------------------- */
 
 FIXTURE_VARIANT(attach) {
@@ -521,9 +576,77 @@ static uint64_t att_vaddr(const struct att_call *c, const void *arg)
 	       ((const struct xpmem_cmd_attach *)arg)->vaddr;
 }
 
+/* An ATTACH walk between its calls. */
+struct att_walk {
+	const FIXTURE_VARIANT(attach) *v;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	struct att_call c;
+	struct snap before;
+	uint64_t want;		/* the address field as the call gets it */
+	long enomem, efault;
+};
+
+/* A fresh segment and permit, and the variant's ATTACH of it. */
+static void *att_prep(struct __test_metadata *_metadata, struct walk *w,
+		      unsigned long *cmd)
+{
+	struct att_walk *aw = w->ctx;
+	struct unw *u = w->u;
+
+	ASSERT_EQ(0, seg_permit(u->fd, u->src, &aw->segid, &aw->apid));
+	snap_take(&aw->before);
+	att_call_init(&aw->c, aw->v, aw->apid, u->dst);
+	aw->want = att_vaddr(&aw->c, &aw->c.u);
+	*cmd = aw->c.cmd;
+	return cow_arg(u->mfd, &u->argpage, &aw->c.u, aw->c.len);
+}
+
+static void att_check(struct __test_metadata *_metadata, struct walk *w,
+		      void *arg)
+{
+	struct att_walk *aw = w->ctx;
+	struct unw *u = w->u;
+	size_t xp, other;
+	const char *why;
+	char *a;
+
+	if (!w->r) {
+		a = (char *)(uintptr_t)att_vaddr(&aw->c, arg);
+		if (aw->v->fixed)
+			ASSERT_EQ((uintptr_t)u->dst, (uintptr_t)a);
+		maps_scan((uintptr_t)a, NPAGES * PAGE, &xp, &other);
+		ASSERT_EQ(NPAGES * PAGE, xp);
+		ASSERT_EQ(0, check(a, NPAGES * PAGE, SRC_SEED))
+			TH_LOG("%s, N = %u: attached, wrong data", w->what,
+			       w->n);
+		ASSERT_EQ(0, xp_detach(u->fd, a));
+		/* MAP_FIXED replaced it: a new one */
+		if (aw->v->fixed)
+			ASSERT_EQ(NULL, dst_after_failure(u->dst, -ENOMEM));
+	} else {
+		aw->enomem += w->r == -ENOMEM;
+		aw->efault += w->r == -EFAULT;
+		ASSERT_TRUE(w->r == -ENOMEM || w->r == -EFAULT)
+			TH_LOG("%s, N = %u: errno %ld", w->what, w->n, -w->r);
+		ASSERT_EQ(aw->want, att_vaddr(&aw->c, arg))
+			TH_LOG("%s, N = %u: errno %ld, yet the address was written",
+			       w->what, w->n, -w->r);
+		ASSERT_SNAP_BACK(&aw->before, "failed ATTACH", w->n);
+		if (aw->v->fixed) {
+			why = dst_after_failure(u->dst, w->r);
+			ASSERT_EQ(NULL, why)
+				TH_LOG("%s, N = %u (errno %ld), under the FIXED address: %s",
+				       w->what, w->n, -w->r, why);
+			ASSERT_EQ(-EINVAL, xp_detach(u->fd, u->dst));
+		}
+	}
+	ASSERT_EQ(0, xp_release(u->fd, aw->apid));
+	ASSERT_EQ(0, xp_remove(u->fd, aw->segid));
+}
+
 /*
- * The variant's ATTACH with its Nth allocation failing (ONLY_NTH), or all
- * from the Nth on (FROM_NTH), N = 1, 2, ..., each time with a fresh
+ * The variant's ATTACH walked (nth_walk()), each time with a fresh
  * segment and permit (the first attachment of a segment registers the
  * owner's notifier).  A success maps the owner's data where the call
  * says; a failure maps nothing, leaves the address field as it was and
@@ -532,83 +655,21 @@ static uint64_t att_vaddr(const struct att_call *c, const void *arg)
  */
 TEST_F_TIMEOUT(attach, fails_whole, 900)
 {
-	struct unw *u = &self->u;
-	long fails, enomem, efault, r = 0;
-	xpmem_segid_t segid;
-	xpmem_apid_t apid;
-	struct att_call c;
-	struct snap before;
-	unsigned int n;
-	uint64_t want;
-	size_t xp, other;
-	const char *why;
-	bool hit;
-	void *arg;
-	int mode;
-	char *a;
+	static const struct walk_ops ops = { att_prep, att_check };
+	struct att_walk aw = { .v = variant };
+	struct walk w = { .u = &self->u, .ctx = &aw };
 
-	if (!nth_ready(u))
+	if (!nth_ready(&self->u))
 		SKIP(return, "no fail-nth or fault injection knobs (CONFIG_FAULT_INJECTION_DEBUG_FS)");
-	for (mode = 0; mode < NR_MODES; mode++) {
-		fails = enomem = efault = 0;
-		hit = true;
-		for (n = 1; hit && n < MAX_NTH; n++) {
-			ASSERT_EQ(0, seg_permit(u->fd, u->src, &segid, &apid));
-			snap_take(&before);
-			att_call_init(&c, variant, apid, u->dst);
-			want = att_vaddr(&c, &c.u);
-			arg = cow_arg(u->mfd, &u->argpage, &c.u, c.len);
-			ASSERT_NE(NULL, arg);
-			r = nth_ioctl(&u->fi, mode, n, u->fd, c.cmd, arg, &hit);
-			ASSERT_NE(-EIO, r);
-			if (!r) {
-				a = (char *)(uintptr_t)att_vaddr(&c, arg);
-				if (variant->fixed)
-					ASSERT_EQ((uintptr_t)u->dst, (uintptr_t)a);
-				maps_scan((uintptr_t)a, NPAGES * PAGE, &xp,
-					  &other);
-				ASSERT_EQ(NPAGES * PAGE, xp);
-				ASSERT_EQ(0, check(a, NPAGES * PAGE, SRC_SEED))
-					TH_LOG("%s, N = %u: attached, wrong data",
-					       mode_names[mode], n);
-				ASSERT_EQ(0, xp_detach(u->fd, a));
-				/* MAP_FIXED replaced it: a new one */
-				if (variant->fixed)
-					ASSERT_EQ(NULL, dst_after_failure(u->dst,
-									  -ENOMEM));
-			} else {
-				fails++;
-				enomem += r == -ENOMEM;
-				efault += r == -EFAULT;
-				ASSERT_TRUE(r == -ENOMEM || r == -EFAULT)
-					TH_LOG("%s, N = %u: errno %ld",
-					       mode_names[mode], n, -r);
-				ASSERT_EQ(want, att_vaddr(&c, arg))
-					TH_LOG("%s, N = %u: errno %ld, yet the address was written",
-					       mode_names[mode], n, -r);
-				ASSERT_SNAP_BACK(&before, "failed ATTACH", n);
-				if (variant->fixed) {
-					why = dst_after_failure(u->dst, r);
-					ASSERT_EQ(NULL, why)
-						TH_LOG("%s, N = %u (errno %ld), under the FIXED address: %s",
-						       mode_names[mode], n, -r,
-						       why);
-					ASSERT_EQ(-EINVAL,
-						  xp_detach(u->fd, u->dst));
-				}
-			}
-			ASSERT_EQ(0, xp_release(u->fd, apid));
-			ASSERT_EQ(0, xp_remove(u->fd, segid));
-		}
-		TH_LOG("%s: %u allocations walked, %ld failed calls (%ld ENOMEM, %ld EFAULT)",
-		       mode_names[mode], n - 1, fails, enomem, efault);
-		ASSERT_FALSE(hit)
-			TH_LOG("%s: still failing at N = %u", mode_names[mode],
-			       n);
-		ASSERT_EQ(0, r);
-		ASSERT_LT(0, fails);
+	for (w.mode = 0; w.mode < NR_MODES; w.mode++) {
+		aw.enomem = aw.efault = 0;
+		snprintf(w.what, sizeof(w.what), "%s", mode_names[w.mode]);
+		nth_walk(_metadata, &w, &ops);
+		TH_LOG("%s: %ld ENOMEM, %ld EFAULT", w.what, aw.enomem,
+		       aw.efault);
+		ASSERT_LT(0, w.fails);
 	}
-	ASSERT_SNAP_BACK(&u->base, "after the walk", n);
+	ASSERT_SNAP_BACK(&self->u.base, "after the walk", w.n);
 }
 
 /*
@@ -691,9 +752,77 @@ static size_t piece_mapped(char *piece[2], size_t plen[2], int i)
 	return xp;
 }
 
+/* A DETACH walk between its calls. */
+struct det_walk {
+	xpmem_apid_t apid;
+	int shape;
+	char *far;		/* where the moved piece goes */
+	char *piece[2];
+	size_t plen[2];
+	struct xpmem_cmd_detach d;
+	struct snap before;	/* without the attachment */
+	struct snap attached;	/* with it */
+	long partial;		/* failed, with the second piece left */
+};
+
+/* An attachment in the walk's shape, and a DETACH of it. */
+static void *det_prep(struct __test_metadata *_metadata, struct walk *w,
+		      unsigned long *cmd)
+{
+	struct det_walk *dw = w->ctx;
+
+	ASSERT_EQ(0, att_shape(w->u->fd, dw->apid, dw->shape, dw->far,
+			       dw->piece, dw->plen));
+	snap_take(&dw->attached);
+	dw->d.vaddr = (uintptr_t)dw->piece[0];
+	*cmd = XPMEM_CMD_DETACH;
+	return &dw->d;
+}
+
+static void det_check(struct __test_metadata *_metadata, struct walk *w,
+		      void *arg)
+{
+	struct det_walk *dw = w->ctx;
+	struct unw *u = w->u;
+	int i;
+
+	(void)arg;
+	if (!w->r) {
+		ASSERT_SNAP_BACK(&dw->before, "DETACH", w->n);
+		for (i = 0; i < 2 && dw->piece[i]; i++)
+			ASSERT_EQ(0, piece_mapped(dw->piece, dw->plen, i));
+		ASSERT_EQ(-EINVAL, xp_detach(u->fd, dw->piece[0]));
+		return;
+	}
+	ASSERT_EQ(-ENOMEM, w->r)
+		TH_LOG("%s, N = %u: errno %ld", w->what, w->n, -w->r);
+	if (dw->shape == MOVED_APART && w->mode == FROM_NTH &&
+	    !piece_mapped(dw->piece, dw->plen, 0)) {
+		/* the first went; the second stays */
+		dw->partial++;
+		ASSERT_EQ(dw->plen[1], piece_mapped(dw->piece, dw->plen, 1));
+		ASSERT_EQ(0, memcmp(dw->piece[1], u->src + dw->plen[0],
+				    dw->plen[1]));
+		ASSERT_EQ(0, xp_detach(u->fd, dw->piece[1]));
+		ASSERT_SNAP_BACK(&dw->before, "DETACH of the rest", w->n);
+		return;
+	}
+	ASSERT_SNAP_BACK(&dw->attached, "failed DETACH", w->n);
+	for (i = 0; i < 2 && dw->piece[i]; i++)
+		ASSERT_EQ(dw->plen[i], piece_mapped(dw->piece, dw->plen, i))
+			TH_LOG("%s, N = %u: piece %d not whole after a failed DETACH",
+			       w->what, w->n, i);
+	ASSERT_EQ(0, check(dw->piece[0], dw->plen[0], SRC_SEED));
+	if (dw->piece[1])
+		ASSERT_EQ(0, memcmp(dw->piece[1], u->src + dw->plen[0],
+				    dw->plen[1]));
+	/* whole: a DETACH takes it all */
+	ASSERT_EQ(0, xp_detach(u->fd, dw->piece[0]));
+	ASSERT_SNAP_BACK(&dw->before, "DETACH after a failed one", w->n);
+}
+
 /*
- * DETACH with its Nth allocation failing (ONLY_NTH), or all from the Nth
- * on (FROM_NTH), N = 1, 2, ..., of attachments of three shapes: one VMA,
+ * DETACH walked (nth_walk()) for attachments of three shapes: one VMA,
  * three adjacent VMAs of an mprotect split, two pieces apart after
  * mremap.  A success unmaps every piece (and a second DETACH is EINVAL);
  * a failure is ENOMEM and leaves every piece mapped with the owner's
@@ -703,270 +832,193 @@ static size_t piece_mapped(char *piece[2], size_t plen[2], int i)
  */
 TEST_F_TIMEOUT(unwind, detach_fails_whole, 900)
 {
+	static const struct walk_ops ops = { det_prep, det_check };
 	struct unw *u = &self->u;
-	struct xpmem_cmd_detach d;
-	struct snap before, attached;
+	struct det_walk dw = { 0 };
+	struct walk w = { .u = u, .ctx = &dw };
 	xpmem_segid_t segid;
-	xpmem_apid_t apid;
-	char *piece[2], *far;
-	long fails, partial, r = 0;
-	int shape, mode, i, line;
-	size_t plen[2];
-	unsigned int n;
-	bool hit;
 
 	if (!nth_ready(u))
 		SKIP(return, "no fail-nth or fault injection knobs (CONFIG_FAULT_INJECTION_DEBUG_FS)");
-	ASSERT_EQ(0, seg_permit(u->fd, u->src, &segid, &apid));
-	snap_take(&before);
+	ASSERT_EQ(0, seg_permit(u->fd, u->src, &segid, &dw.apid));
+	snap_take(&dw.before);
 	/* where the moved piece goes: a page of its own, far from the rest */
-	far = mmap(NULL, 64 * PAGE, PROT_NONE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, far);
-	far += 32 * PAGE;
-	for (mode = 0; mode < NR_MODES; mode++) {
-		for (shape = 0; shape < NR_SHAPES; shape++) {
-			fails = partial = 0;
-			hit = true;
-			for (n = 1; hit && n < MAX_NTH; n++) {
-				line = att_shape(u->fd, apid, shape, far, piece,
-						 plen);
-				ASSERT_EQ(0, line);
-				snap_take(&attached);
-				d.vaddr = (uintptr_t)piece[0];
-				r = nth_ioctl(&u->fi, mode, n, u->fd,
-					      XPMEM_CMD_DETACH, &d, &hit);
-				ASSERT_NE(-EIO, r);
-				if (!r) {
-					ASSERT_SNAP_BACK(&before, "DETACH", n);
-					for (i = 0; i < 2 && piece[i]; i++)
-						ASSERT_EQ(0, piece_mapped(piece,
-									  plen,
-									  i));
-					ASSERT_EQ(-EINVAL,
-						  xp_detach(u->fd, piece[0]));
-					continue;
-				}
-				fails++;
-				ASSERT_EQ(-ENOMEM, r)
-					TH_LOG("%s, %s, N = %u: errno %ld",
-					       mode_names[mode],
-					       shape_names[shape], n, -r);
-				if (shape == MOVED_APART &&
-				    mode == FROM_NTH &&
-				    !piece_mapped(piece, plen, 0)) {
-					/* the first went; the second stays */
-					partial++;
-					ASSERT_EQ(plen[1],
-						  piece_mapped(piece, plen, 1));
-					ASSERT_EQ(0, memcmp(piece[1],
-							    u->src + plen[0],
-							    plen[1]));
-					ASSERT_EQ(0, xp_detach(u->fd,
-							       piece[1]));
-					ASSERT_SNAP_BACK(&before,
-							 "DETACH of the rest",
-							 n);
-					continue;
-				}
-				ASSERT_SNAP_BACK(&attached, "failed DETACH", n);
-				for (i = 0; i < 2 && piece[i]; i++)
-					ASSERT_EQ(plen[i],
-						  piece_mapped(piece, plen, i))
-						TH_LOG("%s, %s, N = %u: piece %d not whole after a failed DETACH",
-						       mode_names[mode],
-						       shape_names[shape], n,
-						       i);
-				ASSERT_EQ(0, check(piece[0], plen[0],
-						   SRC_SEED));
-				if (piece[1])
-					ASSERT_EQ(0, memcmp(piece[1],
-							    u->src + plen[0],
-							    plen[1]));
-				/* whole: a DETACH takes it all */
-				ASSERT_EQ(0, xp_detach(u->fd, piece[0]));
-				ASSERT_SNAP_BACK(&before,
-						 "DETACH after a failed one", n);
-			}
-			TH_LOG("%s, %s: %u allocations walked, %ld failed DETACHes (%ld with the second piece left)",
-			       mode_names[mode], shape_names[shape], n - 1,
-			       fails, partial);
-			ASSERT_FALSE(hit)
-				TH_LOG("%s, %s: still failing at N = %u",
-				       mode_names[mode], shape_names[shape],
-				       n);
-			ASSERT_EQ(0, r);
+	dw.far = mmap(NULL, 64 * PAGE, PROT_NONE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, dw.far);
+	dw.far += 32 * PAGE;
+	for (w.mode = 0; w.mode < NR_MODES; w.mode++) {
+		for (dw.shape = 0; dw.shape < NR_SHAPES; dw.shape++) {
+			dw.partial = 0;
+			snprintf(w.what, sizeof(w.what), "%s, %s",
+				 mode_names[w.mode], shape_names[dw.shape]);
+			nth_walk(_metadata, &w, &ops);
+			TH_LOG("%s: %ld failed with the second piece left",
+			       w.what, dw.partial);
 		}
 	}
-	ASSERT_EQ(0, xp_release(u->fd, apid));
+	ASSERT_EQ(0, xp_release(u->fd, dw.apid));
 	ASSERT_EQ(0, xp_remove(u->fd, segid));
-	ASSERT_SNAP_BACK(&u->base, "after the walk", n);
+	ASSERT_SNAP_BACK(&u->base, "after the walk", w.n);
 }
 
 /* ---- MAKE and GET ------------------------------------------------------- */
 
 static const char seg_key[] = "xpmem_unwind";
 
-/*
- * MAKE and EXT_MAKE with a key, each with its Nth allocation failing, or
- * all from the Nth on, N = 1, 2, ...  A failure leaves no segment
- * (counters, objects), the segid field as it was, and the key free for
- * the next EXT_MAKE.
- */
-TEST_F_TIMEOUT(unwind, make_fails_whole, 900)
-{
-	struct unw *u = &self->u;
-	struct xpmem_cmd_make mk;
-	struct xpmem_ext_make emk;
-	xpmem_segid_t segid;
+/* A MAKE or GET walk between its calls. */
+struct id_walk {
+	int ext;		/* EXT_MAKE or EXT_GET (by key) */
+	struct xpmem_ext_make emk;	/* MAKE: the last EXT_MAKE; GET: the segment */
 	struct snap before;
-	unsigned int n;
-	int ext, mode;
-	long fails, r = 0;
-	bool hit;
-	void *arg;
+};
 
-	if (!nth_ready(u))
-		SKIP(return, "no fail-nth or fault injection knobs (CONFIG_FAULT_INJECTION_DEBUG_FS)");
-	snap_take(&before);
-	for (mode = 0; mode < NR_MODES; mode++) {
-		for (ext = 0; ext < 2; ext++) {
-			fails = 0;
-			hit = true;
-			for (n = 1; hit && n < MAX_NTH; n++) {
-				memset(&mk, 0, sizeof(mk));
-				mk.vaddr = (uintptr_t)u->src;
-				mk.size = NPAGES * PAGE;
-				mk.permit_type = XPMEM_PERMIT_MODE;
-				mk.permit_value = 0600;
-				memset(&emk, 0, sizeof(emk));
-				emk.vaddr = (uintptr_t)u->src;
-				emk.size = NPAGES * PAGE;
-				emk.flags = XPMEM_EXT_MAKE_KEY;
-				emk.mode = 0600;
-				emk.key_len = sizeof(seg_key) - 1;
-				memcpy(emk.key, seg_key, emk.key_len);
-				arg = ext ? cow_arg(u->mfd, &u->argpage, &emk,
-						    sizeof(emk)) :
-					    cow_arg(u->mfd, &u->argpage, &mk,
-						    sizeof(mk));
-				ASSERT_NE(NULL, arg);
-				r = nth_ioctl(&u->fi, mode, n, u->fd,
-					      ext ? XPMEM_CMD_EXT_MAKE :
-						    XPMEM_CMD_MAKE,
-					      arg, &hit);
-				ASSERT_NE(-EIO, r);
-				segid = ext ?
-					((struct xpmem_ext_make *)arg)->segid :
-					((struct xpmem_cmd_make *)arg)->segid;
-				if (!r) {
-					ASSERT_EQ(0, xp_remove(u->fd, segid));
-					ASSERT_SNAP_BACK(&before,
-							 "MAKE + REMOVE", n);
-					continue;
-				}
-				fails++;
-				ASSERT_TRUE(r == -ENOMEM || r == -EFAULT)
-					TH_LOG("%s, N = %u: errno %ld",
-					       mode_names[mode], n, -r);
-				ASSERT_EQ(0, segid);
-				ASSERT_SNAP_BACK(&before, "failed MAKE", n);
-				if (ext) {
-					/* the key is free again */
-					emk.segid = 0;
-					ASSERT_EQ(0, xp_ioctl(u->fd,
-							      XPMEM_CMD_EXT_MAKE,
-							      &emk));
-					ASSERT_EQ(0, xp_remove(u->fd,
-							       emk.segid));
-				}
-			}
-			TH_LOG("%s, %s: %u allocations walked, %ld failed",
-			       mode_names[mode], ext ? "EXT_MAKE" : "MAKE",
-			       n - 1, fails);
-			ASSERT_FALSE(hit);
-			ASSERT_EQ(0, r);
-		}
+/* MAKE, or EXT_MAKE with the key, of the owner's buffer. */
+static void *make_prep(struct __test_metadata *_metadata, struct walk *w,
+		       unsigned long *cmd)
+{
+	struct id_walk *iw = w->ctx;
+	struct xpmem_cmd_make mk = {
+		.vaddr = (uintptr_t)w->u->src, .size = NPAGES * PAGE,
+		.permit_type = XPMEM_PERMIT_MODE, .permit_value = 0600,
+	};
+
+	(void)_metadata;
+	memset(&iw->emk, 0, sizeof(iw->emk));
+	iw->emk.vaddr = (uintptr_t)w->u->src;
+	iw->emk.size = NPAGES * PAGE;
+	iw->emk.flags = XPMEM_EXT_MAKE_KEY;
+	iw->emk.mode = 0600;
+	iw->emk.key_len = sizeof(seg_key) - 1;
+	memcpy(iw->emk.key, seg_key, iw->emk.key_len);
+	*cmd = iw->ext ? XPMEM_CMD_EXT_MAKE : XPMEM_CMD_MAKE;
+	return iw->ext ? cow_arg(w->u->mfd, &w->u->argpage, &iw->emk,
+				 sizeof(iw->emk)) :
+			 cow_arg(w->u->mfd, &w->u->argpage, &mk, sizeof(mk));
+}
+
+static void make_check(struct __test_metadata *_metadata, struct walk *w,
+		       void *arg)
+{
+	struct id_walk *iw = w->ctx;
+	struct unw *u = w->u;
+	xpmem_segid_t segid = iw->ext ?
+			      ((struct xpmem_ext_make *)arg)->segid :
+			      ((struct xpmem_cmd_make *)arg)->segid;
+
+	if (!w->r) {
+		ASSERT_EQ(0, xp_remove(u->fd, segid));
+		ASSERT_SNAP_BACK(&iw->before, "MAKE + REMOVE", w->n);
+		return;
 	}
-	ASSERT_SNAP_BACK(&u->base, "after the walk", n);
+	ASSERT_TRUE(w->r == -ENOMEM || w->r == -EFAULT)
+		TH_LOG("%s, N = %u: errno %ld", w->what, w->n, -w->r);
+	ASSERT_EQ(0, segid);
+	ASSERT_SNAP_BACK(&iw->before, "failed MAKE", w->n);
+	if (iw->ext) {
+		/* the key is free again */
+		iw->emk.segid = 0;
+		ASSERT_EQ(0, xp_ioctl(u->fd, XPMEM_CMD_EXT_MAKE, &iw->emk));
+		ASSERT_EQ(0, xp_remove(u->fd, iw->emk.segid));
+	}
 }
 
 /*
- * GET and EXT_GET by key, each with its Nth allocation failing, or all
- * from the Nth on, N = 1, 2, ...  A failure leaves no permit (counters,
- * objects) and the apid field as it was.
+ * MAKE and EXT_MAKE with a key, walked (nth_walk()).  A failure leaves no
+ * segment (counters, objects), the segid field as it was, and the key
+ * free for the next EXT_MAKE.
+ */
+TEST_F_TIMEOUT(unwind, make_fails_whole, 900)
+{
+	static const struct walk_ops ops = { make_prep, make_check };
+	struct id_walk iw = { 0 };
+	struct walk w = { .u = &self->u, .ctx = &iw };
+
+	if (!nth_ready(&self->u))
+		SKIP(return, "no fail-nth or fault injection knobs (CONFIG_FAULT_INJECTION_DEBUG_FS)");
+	snap_take(&iw.before);
+	for (w.mode = 0; w.mode < NR_MODES; w.mode++) {
+		for (iw.ext = 0; iw.ext < 2; iw.ext++) {
+			snprintf(w.what, sizeof(w.what), "%s, %s",
+				 mode_names[w.mode],
+				 iw.ext ? "EXT_MAKE" : "MAKE");
+			nth_walk(_metadata, &w, &ops);
+		}
+	}
+	ASSERT_SNAP_BACK(&self->u.base, "after the walk", w.n);
+}
+
+/* GET of the walk's segment, or EXT_GET by its key. */
+static void *get_prep(struct __test_metadata *_metadata, struct walk *w,
+		      unsigned long *cmd)
+{
+	struct id_walk *iw = w->ctx;
+	struct xpmem_cmd_get g = {
+		.segid = iw->emk.segid, .flags = XPMEM_RDWR,
+		.permit_type = XPMEM_PERMIT_MODE,
+	};
+	struct xpmem_ext_get eg = {
+		.flags = XPMEM_RDWR | XPMEM_EXT_GET_BY_KEY,
+		.key_len = iw->emk.key_len,
+	};
+
+	(void)_metadata;
+	memcpy(eg.key, seg_key, eg.key_len);
+	*cmd = iw->ext ? XPMEM_CMD_EXT_GET : XPMEM_CMD_GET;
+	return iw->ext ? cow_arg(w->u->mfd, &w->u->argpage, &eg, sizeof(eg)) :
+			 cow_arg(w->u->mfd, &w->u->argpage, &g, sizeof(g));
+}
+
+static void get_check(struct __test_metadata *_metadata, struct walk *w,
+		      void *arg)
+{
+	struct id_walk *iw = w->ctx;
+	xpmem_apid_t apid = iw->ext ? ((struct xpmem_ext_get *)arg)->apid :
+				      ((struct xpmem_cmd_get *)arg)->apid;
+
+	if (!w->r) {
+		ASSERT_EQ(0, xp_release(w->u->fd, apid));
+		ASSERT_SNAP_BACK(&iw->before, "GET + RELEASE", w->n);
+		return;
+	}
+	ASSERT_TRUE(w->r == -ENOMEM || w->r == -EFAULT)
+		TH_LOG("%s, N = %u: errno %ld", w->what, w->n, -w->r);
+	ASSERT_EQ(0, apid);
+	ASSERT_SNAP_BACK(&iw->before, "failed GET", w->n);
+}
+
+/*
+ * GET and EXT_GET by key, walked (nth_walk()).  A failure leaves no
+ * permit (counters, objects) and the apid field as it was.
  */
 TEST_F_TIMEOUT(unwind, get_fails_whole, 900)
 {
+	static const struct walk_ops ops = { get_prep, get_check };
 	struct unw *u = &self->u;
-	struct xpmem_ext_make emk = {
-		.vaddr = (uintptr_t)u->src, .size = NPAGES * PAGE,
-		.flags = XPMEM_EXT_MAKE_KEY, .mode = 0600,
-		.key_len = sizeof(seg_key) - 1,
+	struct id_walk iw = {
+		.emk = {
+			.vaddr = (uintptr_t)u->src, .size = NPAGES * PAGE,
+			.flags = XPMEM_EXT_MAKE_KEY, .mode = 0600,
+			.key_len = sizeof(seg_key) - 1,
+		},
 	};
-	struct xpmem_cmd_get g;
-	struct xpmem_ext_get eg;
-	struct snap before;
-	xpmem_apid_t apid;
-	unsigned int n;
-	long fails, r = 0;
-	int ext, mode;
-	bool hit;
-	void *arg;
+	struct walk w = { .u = u, .ctx = &iw };
 
 	if (!nth_ready(u))
 		SKIP(return, "no fail-nth or fault injection knobs (CONFIG_FAULT_INJECTION_DEBUG_FS)");
-	memcpy(emk.key, seg_key, emk.key_len);
-	ASSERT_EQ(0, xp_ioctl(u->fd, XPMEM_CMD_EXT_MAKE, &emk));
-	snap_take(&before);
-	for (mode = 0; mode < NR_MODES; mode++) {
-		for (ext = 0; ext < 2; ext++) {
-			fails = 0;
-			hit = true;
-			for (n = 1; hit && n < MAX_NTH; n++) {
-				memset(&g, 0, sizeof(g));
-				g.segid = emk.segid;
-				g.flags = XPMEM_RDWR;
-				g.permit_type = XPMEM_PERMIT_MODE;
-				memset(&eg, 0, sizeof(eg));
-				eg.flags = XPMEM_RDWR | XPMEM_EXT_GET_BY_KEY;
-				eg.key_len = emk.key_len;
-				memcpy(eg.key, seg_key, eg.key_len);
-				arg = ext ? cow_arg(u->mfd, &u->argpage, &eg,
-						    sizeof(eg)) :
-					    cow_arg(u->mfd, &u->argpage, &g,
-						    sizeof(g));
-				ASSERT_NE(NULL, arg);
-				r = nth_ioctl(&u->fi, mode, n, u->fd,
-					      ext ? XPMEM_CMD_EXT_GET :
-						    XPMEM_CMD_GET,
-					      arg, &hit);
-				ASSERT_NE(-EIO, r);
-				apid = ext ?
-				       ((struct xpmem_ext_get *)arg)->apid :
-				       ((struct xpmem_cmd_get *)arg)->apid;
-				if (!r) {
-					ASSERT_EQ(0, xp_release(u->fd, apid));
-					ASSERT_SNAP_BACK(&before,
-							 "GET + RELEASE", n);
-					continue;
-				}
-				fails++;
-				ASSERT_TRUE(r == -ENOMEM || r == -EFAULT)
-					TH_LOG("%s, N = %u: errno %ld",
-					       mode_names[mode], n, -r);
-				ASSERT_EQ(0, apid);
-				ASSERT_SNAP_BACK(&before, "failed GET", n);
-			}
-			TH_LOG("%s, %s: %u allocations walked, %ld failed",
-			       mode_names[mode], ext ? "EXT_GET" : "GET",
-			       n - 1, fails);
-			ASSERT_FALSE(hit);
-			ASSERT_EQ(0, r);
+	memcpy(iw.emk.key, seg_key, iw.emk.key_len);
+	ASSERT_EQ(0, xp_ioctl(u->fd, XPMEM_CMD_EXT_MAKE, &iw.emk));
+	snap_take(&iw.before);
+	for (w.mode = 0; w.mode < NR_MODES; w.mode++) {
+		for (iw.ext = 0; iw.ext < 2; iw.ext++) {
+			snprintf(w.what, sizeof(w.what), "%s, %s",
+				 mode_names[w.mode],
+				 iw.ext ? "EXT_GET" : "GET");
+			nth_walk(_metadata, &w, &ops);
 		}
 	}
-	ASSERT_EQ(0, xp_remove(u->fd, emk.segid));
-	ASSERT_SNAP_BACK(&u->base, "after the walk", n);
+	ASSERT_EQ(0, xp_remove(u->fd, iw.emk.segid));
+	ASSERT_SNAP_BACK(&u->base, "after the walk", w.n);
 }
 
 TEST_HARNESS_MAIN

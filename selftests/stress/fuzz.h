@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * stress/fuzz.h - the ioctl fuzzer of xpmem_stress (stress/fuzz.c): the
- * table its worker processes share with the test process, which forks
- * them and reports on it, and the worker's entry point.
+ * stress/fuzz.h - the ioctl fuzzer of xpmem_stress (stress/fuzz.c, its
+ * operations in stress/fuzz_ops_*.c): the table its worker processes
+ * share with the test process, which forks them and reports on it, and
+ * the worker's entry point.
  *
  * N worker processes, forked after the test process reserved an arena (so
  * the arena is at the same address in every worker), share a table of ids

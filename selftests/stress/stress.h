@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * stress/stress.h - what xpmem_stress.c and stress/fuzz.c share: a
- * seeded random number generator, and the errnos a failing call may
- * return.
+ * stress/stress.h - what xpmem_stress.c and the files of stress/ share: a
+ * seeded random number generator, the errnos a failing call may return,
+ * note() and reserve_aligned().
  */
 #ifndef XPMEM_STRESS_STRESS_H
 #define XPMEM_STRESS_STRESS_H
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
 
 #include "../xpmem_test.h"
 
@@ -64,6 +67,38 @@ static inline int clean_errno(long e)
 		return 1;
 	}
 	return 0;
+}
+
+/* ---- output and memory ------------------------------------------------- */
+
+/* One line on stdout, flushed (output goes to a file; children fork). */
+static inline void __attribute__((format(printf, 1, 2)))
+note(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+/* A PROT_NONE reservation of @len bytes aligned to @align. */
+static inline uint8_t *reserve_aligned(size_t len, size_t align)
+{
+	uint8_t *p = mmap(NULL, len + align, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uintptr_t a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+	if (a > (uintptr_t)p)
+		munmap(p, a - (uintptr_t)p);
+	munmap((uint8_t *)a + len, (uintptr_t)p + align - a);
+	return (uint8_t *)a;
 }
 
 #endif /* XPMEM_STRESS_STRESS_H */
