@@ -45,11 +45,12 @@ static size_t page;
 /*
  * In a FIXTURE_SETUP: the backend the library chose (in @backend, its
  * reason in @reason), checked against XPMEM_BACKEND: the test skips when
- * XPMEM_BACKEND=kernel finds no module, and fails when there is no
- * backend or the library chose another one than XPMEM_BACKEND names.
+ * XPMEM_BACKEND=kernel finds no module (-1: the setup must return), and
+ * fails when there is no backend or the library chose another one than
+ * XPMEM_BACKEND names.
  */
-static inline void lib_setup_backend(struct __test_metadata *_metadata,
-				     int *backend, const char **reason)
+static inline int lib_setup_backend(struct __test_metadata *_metadata,
+				    int *backend, const char **reason)
 {
 	const char *env = getenv("XPMEM_BACKEND");
 
@@ -57,7 +58,7 @@ static inline void lib_setup_backend(struct __test_metadata *_metadata,
 	*backend = xpmem_ext_backend(reason);
 	if (env && !strcmp(env, "kernel") &&
 	    *backend == XPMEM_EXT_BACKEND_NONE)
-		SKIP(return, "XPMEM_BACKEND=kernel but no module: %s",
+		SKIP(return -1, "XPMEM_BACKEND=kernel but no module: %s",
 		     *reason);
 	ASSERT_NE(XPMEM_EXT_BACKEND_NONE, *backend)
 		TH_LOG("no backend: %s", *reason);
@@ -66,6 +67,7 @@ static inline void lib_setup_backend(struct __test_metadata *_metadata,
 	if (env && !strcmp(env, "kernel"))
 		ASSERT_EQ(XPMEM_EXT_BACKEND_KERNEL, *backend);
 	TH_LOG("backend %s (%s)", xpmem_ext_backend_name(*backend), *reason);
+	return 0;
 }
 
 /*

@@ -2,7 +2,8 @@
 /*
  * lib_xuser.c - libxpmem between processes of different users, on both
  * backends: owners are alice, peers bob and carol (uid/gid 1000/1001/1002,
- * no shared group), each a child of the test (root; skips without).
+ * no shared group), each a child of the test (root; skips without).  The
+ * backend comes from the environment as in lib_xpmem.c (lib_test.h).
  * Children report through exit statuses; synchronisation is by pipes,
  * never by sleeping.
  */
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,14 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <xpmem.h>
 
@@ -32,19 +33,35 @@
 #include "lib_test.h"
 
 #define NPAGES		4
-/* ---- peers of another uid ----------------------------------------------- */
-
 #define FLOOD_GETS	300
 #define SILENT_CONNS	8
 
 /*
- * Owners are alice, peers bob and carol (no shared group), forked from the
- * test (root).  On shm the owners create their objects in a shm directory
- * that must be empty whenever a test looks, and at its end: a tmpfs of
- * the test's own mounted over /dev/shm in a private mount namespace (so a
- * test killed by its timeout cannot leave anything behind either), or if
- * that cannot be done a fresh directory, removed by the harness's parent
- * process (an ASSERT in the test can skip a teardown in the test process).
+ * Probe mode "hold" (owner_exec: an owner exec's this program with
+ * PROBE_ENV=hold): say so on stdout, then wait for end of file on stdin;
+ * the harness never starts.
+ */
+__attribute__((constructor)) static void probe_main(void)
+{
+	const char *mode = getenv(PROBE_ENV);
+
+	if (!mode || strcmp(mode, "hold"))
+		return;
+	if (write(1, "x", 1) != 1)
+		_exit(1);
+	wait_eof(0);
+	_exit(0);
+}
+
+/* ---- fixture ------------------------------------------------------------ */
+
+/*
+ * On shm the owners create their objects in a shm directory that must be
+ * empty whenever a test looks, and at its end: a tmpfs of the test's own
+ * mounted over /dev/shm in a private mount namespace (so a test killed by
+ * its timeout cannot leave anything behind either), or if that cannot be
+ * done a fresh directory, removed by the harness's parent process (an
+ * ASSERT in the test can skip a teardown in the test process).
  */
 FIXTURE(xuser)
 {
@@ -99,44 +116,139 @@ FIXTURE_TEARDOWN_PARENT(xuser)
 		ASSERT_EQ(0, count_dir(self->dir)); \
 } while (0)
 
-/*
- * keep_fds - close every descriptor of @all (@n) that is not in @keep
- * (@nk): each process keeps only its own pipe ends, so a process that
- * dies early is an EOF to the others, never a hang.
- */
-static void keep_fds(const int *all, int n, const int *keep, int nk)
-{
-	int i, j;
+/* ---- the processes of a test -------------------------------------------- */
 
-	for (i = 0; i < n; i++) {
-		for (j = 0; j < nk && keep[j] != all[i]; j++)
-			;
-		if (j == nk)
-			close(all[i]);
+/*
+ * A test runs an owner and one or two peers, each a child of the test
+ * (fork_child()) that has become its user with no supplementary group
+ * (become()).  Between any two of the four processes there is a pipe each
+ * way, all made before the first fork, all close-on-exec.  Each process
+ * keeps only its own ends: one that dies early is an end of file to the
+ * others, never a hang.  In a test with a `struct xu x`, TO(who) and
+ * FROM(who) are the calling process's ends of the pipes to and from who.
+ */
+enum { XU_TEST, XU_OWNER, XU_PEER, XU_PEER2, XU_N };
+
+struct xu {
+	int me;				/* which process this is */
+	const char *dir;		/* the shm directory, or "" */
+	pid_t pid[XU_N];		/* in the test: the children not reaped */
+	uid_t uid[XU_N];
+	int pipe[XU_N][XU_N][2];	/* from one to another; -1: closed */
+};
+
+#define TO(who)		(x.pipe[x.me][who][1])
+#define FROM(who)	(x.pipe[who][x.me][0])
+
+static const char *const xu_role[XU_N] = {
+	"test", "owner", "peer", "second peer"
+};
+
+static const char *xu_user(uid_t uid)
+{
+	return uid == ALICE ? "alice" : uid == BOB ? "bob" :
+	       uid == CAROL ? "carol" : "root";
+}
+
+/* The pipes of a test whose shm directory is @dir. */
+static void xu_init(struct __test_metadata *_metadata, struct xu *x,
+		    const char *dir)
+{
+	memset(x, 0, sizeof(*x));
+	x->me = XU_TEST;
+	x->dir = dir;
+	for (int i = 0; i < XU_N; i++) {
+		for (int j = 0; j < XU_N; j++) {
+			x->pipe[i][j][0] = x->pipe[i][j][1] = -1;
+			if (i != j)
+				ASSERT_EQ(0, pipe2(x->pipe[i][j], O_CLOEXEC));
+		}
 	}
 }
 
-#define KEEP(all, ...) do { \
-	const int k_[] = { __VA_ARGS__ }; \
-	keep_fds(all, (int)(sizeof(all) / sizeof((all)[0])), k_, \
-		 (int)(sizeof(k_) / sizeof(k_[0]))); \
-} while (0)
-#define KEEP_NONE(all) keep_fds(all, (int)(sizeof(all) / sizeof((all)[0])), \
-				NULL, 0)
+/* Close @who's ends of the pipes (@keep 0), or every end but @who's. */
+static void xu_close(struct xu *x, int who, int keep)
+{
+	for (int i = 0; i < XU_N; i++) {
+		for (int j = 0; j < XU_N; j++) {
+			for (int e = 0; e < 2; e++) {
+				int *fd = &x->pipe[i][j][e];
+
+				/* the write end is the sender's */
+				if (*fd >= 0 && ((e ? i : j) == who) != keep) {
+					close(*fd);
+					*fd = -1;
+				}
+			}
+		}
+	}
+}
 
 /*
- * In a fork child: become alice, make one xpmem_ext_alloc() page of
- * pattern @seed with mode 0666, send its segid on @out and keep it until
- * @hold reads end of file.
+ * Fork @who, which becomes @uid (or exits 10): true in it, with only its
+ * own pipe ends left; false in the test, which closed the child's ends.
  */
-static void __attribute__((noreturn)) alice_page_owner(unsigned int seed,
-							int out, int hold)
+static int xu_fork(struct __test_metadata *_metadata, struct xu *x, int who,
+		   uid_t uid)
+{
+	pid_t pid = fork_child();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		x->me = who;
+		xu_close(x, who, 1);
+		if (become(uid, uid, 0))
+			_exit(10);
+		return 1;
+	}
+	x->pid[who] = pid;
+	x->uid[who] = uid;
+	xu_close(x, who, 0);
+	return 0;
+}
+
+/* Wait for child @who, which must exit CHILD_OK; @what it was doing. */
+static void xu_wait(struct __test_metadata *_metadata, struct xu *x, int who,
+		    const char *what)
+{
+	char how[64];
+	int st;
+
+	ASSERT_NE(0, x->pid[who]);
+	st = wait_status(x->pid[who]);
+	x->pid[who] = 0;
+	describe_status(st, how, sizeof(how));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == CHILD_OK)
+		TH_LOG("%s (%s), %s: %s", xu_user(x->uid[who]), xu_role[who],
+		       what, how);
+}
+
+/*
+ * The end of a test: the test closes the pipe ends it holds, waits for the
+ * children not reaped yet, the last forked first (each must exit
+ * CHILD_OK), and then the shm directory must be empty.
+ */
+static void xu_end(struct __test_metadata *_metadata, struct xu *x)
+{
+	xu_close(x, -1, 1);		/* all this process still holds */
+	for (int who = XU_N - 1; who > XU_TEST; who--)
+		if (x->pid[who])
+			xu_wait(_metadata, x, who, "at the end");
+	if (x->dir[0])
+		ASSERT_EQ(0, count_dir(x->dir));
+}
+
+/*
+ * In the owner: make one xpmem_ext_alloc() page of pattern @seed with
+ * mode 0666, send its segid on @out and keep it until @hold reads end of
+ * file.
+ */
+static void __attribute__((noreturn)) page_owner(unsigned int seed, int out,
+						 int hold)
 {
 	xpmem_segid_t s;
 	unsigned char *buf;
 
-	if (become(ALICE, ALICE, 0))
-		_exit(10);
 	buf = xpmem_ext_alloc(page, 0);
 	if (!buf)
 		_exit(11);
@@ -148,21 +260,14 @@ static void __attribute__((noreturn)) alice_page_owner(unsigned int seed,
 	_exit(CHILD_OK);
 }
 
-/* Wait for child @pid and expect it to exit with @code. */
-#define ASSERT_CHILD(code, pid, what) do { \
-	int st_ = wait_status(pid); \
-	ASSERT_TRUE(WIFEXITED(st_)) \
-		TH_LOG("%s: %s %d", what, WIFSIGNALED(st_) ? "signal" : \
-		       "status", WIFSIGNALED(st_) ? WTERMSIG(st_) : st_); \
-	ASSERT_EQ(code, WEXITSTATUS(st_)) TH_LOG("%s failed", what); \
-} while (0)
-
 /* A child's exit code for a get that failed: its errno, distinctly. */
 static int errno_code(int base)
 {
 	return errno == EACCES ? CHILD_EACCES : errno == ENOENT ? base + 1 :
 	       errno == EAGAIN ? base + 2 : base;
 }
+
+/* ---- tests -------------------------------------------------------------- */
 
 /*
  * Bob attaches alice's 0666 segment read-write and the bytes go both
@@ -173,56 +278,42 @@ static int errno_code(int base)
 TEST_F(xuser, exchange_0666)
 {
 	size_t size = NPAGES * page;
-	int seg[2], p2o[2], o2p[2];
-	pid_t owner, peer;
+	struct xu x;
 
-	ASSERT_EQ(0, pipe(seg));
-	ASSERT_EQ(0, pipe(p2o));
-	ASSERT_EQ(0, pipe(o2p));
-	int all[] = { seg[0], seg[1], p2o[0], p2o[1], o2p[0], o2p[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE)) {
 		unsigned char *buf;
 		xpmem_segid_t s;
 		char c;
 
-		KEEP(all, seg[1], p2o[0], o2p[1]);
-		if (become(ALICE, ALICE, 0) ||
-		    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
 			_exit(10);
 		buf = xpmem_ext_alloc(size, 0);
 		if (!buf)
 			_exit(11);
 		fill(buf, size, 11);
 		s = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0666);
-		if (s <= 0 || write_all(seg[1], &s, sizeof(s)))
+		if (s <= 0 || write_all(TO(XU_PEER), &s, sizeof(s)))
 			_exit(12);
-		if (read_all(p2o[0], &c, 1))	/* bob wrote page 1 */
+		if (read_all(FROM(XU_PEER), &c, 1))	/* bob wrote page 1 */
 			_exit(13);
 		if (check(buf + page, page, 99))
 			_exit(14);
 		fill(buf + 2 * page, page, 77);
-		if (write_all(o2p[1], &c, 1))
+		if (write_all(TO(XU_PEER), &c, 1))
 			_exit(15);
-		wait_eof(p2o[0]);			/* bob is done */
+		wait_eof(FROM(XU_PEER));		/* bob is done */
 		if (xpmem_remove(s) || xpmem_ext_free(buf))
 			_exit(16);
 		_exit(CHILD_OK);
 	}
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		unsigned char *at, *mine;
 		xpmem_segid_t s;
 		xpmem_apid_t apid;
 		char c = 'w';
 
-		KEEP(all, seg[0], p2o[1], o2p[0]);
-		if (become(BOB, BOB, 0))
-			_exit(10);
-		if (read_all(seg[0], &s, sizeof(s)))
+		if (read_all(FROM(XU_OWNER), &s, sizeof(s)))
 			_exit(11);
 		at = get_attach(s, XPMEM_RDWR, size, &apid);
 		if (!at)
@@ -234,7 +325,8 @@ TEST_F(xuser, exchange_0666)
 		if (memcmp(at, mine, size))		/* all of it */
 			_exit(13);
 		fill(at + page, page, 99);
-		if (write_all(p2o[1], &c, 1) || read_all(o2p[0], &c, 1))
+		if (write_all(TO(XU_OWNER), &c, 1) ||
+		    read_all(FROM(XU_OWNER), &c, 1))
 			_exit(14);
 		if (check(at + 2 * page, page, 77))
 			_exit(15);
@@ -243,17 +335,9 @@ TEST_F(xuser, exchange_0666)
 			_exit(16);
 		_exit(CHILD_OK);
 	}
-	KEEP_NONE(all);
-	ASSERT_CHILD(CHILD_OK, peer, "bob");
-	ASSERT_CHILD(CHILD_OK, owner, "alice");
-	ASSERT_DIR_EMPTY();
+	xu_end(_metadata, &x);
 }
 
-/*
- * 0644: bob gets no read-write permit, and his read-only attachment of
- * alice's (migrated, private anonymous) range cannot be written: mprotect
- * to PROT_WRITE fails, a store faults, and alice's bytes stay.
- */
 /*
  * A key across users: alice publishes a read-only export of 0666 memory
  * under a key; bob finds it by the key alone, gets read access only, and
@@ -262,48 +346,35 @@ TEST_F(xuser, exchange_0666)
 TEST_F(xuser, key_rdonly_export)
 {
 	static const char key[] = "xuser/alice";
-	int seg[2], done[2];
-	pid_t owner, peer;
+	struct xu x;
 
 	if (!(xpmem_ext_features() & XPMEM_EXT_F_KEYS))
 		SKIP(return, "no XPMEM_EXT_F_KEYS on this backend");
-	ASSERT_EQ(0, pipe(seg));
-	ASSERT_EQ(0, pipe(done));
-	int all[] = { seg[0], seg[1], done[0], done[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE)) {
 		unsigned char *buf;
 		xpmem_segid_t s;
 
-		KEEP(all, seg[1], done[0]);
-		if (become(ALICE, ALICE, 0))
-			_exit(10);
 		buf = xpmem_ext_alloc(page, 0);
 		if (!buf)
 			_exit(11);
 		fill(buf, page, 61);
 		s = xpmem_ext_make(buf, page, 0666, XPMEM_EXT_MAKE_RDONLY,
 				   key, sizeof(key), NULL, 0);
-		if (s <= 0 || write_all(seg[1], &s, sizeof(s)))
+		if (s <= 0 || write_all(TO(XU_PEER), &s, sizeof(s)))
 			_exit(12);
-		wait_eof(done[0]);
+		wait_eof(FROM(XU_PEER));
 		if (check(buf, page, 61) || xpmem_remove(s))
 			_exit(13);
 		_exit(CHILD_OK);
 	}
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		struct xpmem_addr addr = { .offset = 0 };
 		xpmem_segid_t s, found = 0;
 		unsigned char *at, *b;
 
-		KEEP(all, seg[0], done[1]);
-		if (become(BOB, BOB, 0))
-			_exit(10);
-		if (read_all(seg[0], &s, sizeof(s)))	/* made, not told */
+		/* made, not told */
+		if (read_all(FROM(XU_OWNER), &s, sizeof(s)))
 			_exit(11);
 		errno = 0;
 		if (xpmem_ext_get_key(key, sizeof(key), XPMEM_RDWR, NULL, 0,
@@ -327,10 +398,7 @@ TEST_F(xuser, key_rdonly_export)
 			_exit(16);
 		_exit(CHILD_OK);
 	}
-	KEEP_NONE(all);
-	ASSERT_CHILD(CHILD_OK, peer, "bob");
-	ASSERT_CHILD(CHILD_OK, owner, "alice");
-	ASSERT_DIR_EMPTY();
+	xu_end(_metadata, &x);
 }
 
 /*
@@ -342,24 +410,15 @@ TEST_F(xuser, key_rdonly_export)
 TEST_F(xuser, auth_key_binds_other_uids)
 {
 	static const char secret[] = "alice's secret";
-	int seg[2], done[2];
-	pid_t owner, peer;
+	struct xu x;
 
 	if (!(xpmem_ext_features() & XPMEM_EXT_F_AUTH))
 		SKIP(return, "no XPMEM_EXT_F_AUTH on this backend");
-	ASSERT_EQ(0, pipe(seg));
-	ASSERT_EQ(0, pipe(done));
-	int all[] = { seg[0], seg[1], done[0], done[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE)) {
 		unsigned char *buf;
 		xpmem_segid_t s[2];
 
-		KEEP(all, seg[1], done[0]);
-		if (become(ALICE, ALICE, 0))
-			_exit(10);
 		buf = xpmem_ext_alloc(2 * page, 0);
 		if (!buf)
 			_exit(11);
@@ -368,24 +427,20 @@ TEST_F(xuser, auth_key_binds_other_uids)
 				      sizeof(secret));
 		s[1] = xpmem_ext_make(buf + page, page, 0666, 0, NULL, 0,
 				      NULL, 0);
-		if (s[0] <= 0 || s[1] <= 0 || write_all(seg[1], s, sizeof(s)))
+		if (s[0] <= 0 || s[1] <= 0 ||
+		    write_all(TO(XU_PEER), s, sizeof(s)))
 			_exit(12);
-		wait_eof(done[0]);
+		wait_eof(FROM(XU_PEER));
 		if (buf[5] != 0x7a || xpmem_remove(s[0]) || xpmem_remove(s[1]))
 			_exit(13);
 		_exit(CHILD_OK);
 	}
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		struct xpmem_addr addr = { .offset = 0 };
 		xpmem_segid_t s[2];
 		unsigned char *at;
 
-		KEEP(all, seg[0], done[1]);
-		if (become(BOB, BOB, 0))
-			_exit(10);
-		if (read_all(seg[0], s, sizeof(s)))
+		if (read_all(FROM(XU_OWNER), s, sizeof(s)))
 			_exit(11);
 		errno = 0;
 		if (xpmem_get(s[0], XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL) != -1 ||
@@ -415,56 +470,44 @@ TEST_F(xuser, auth_key_binds_other_uids)
 			_exit(17);
 		_exit(CHILD_OK);
 	}
-	KEEP_NONE(all);
-	ASSERT_CHILD(CHILD_OK, peer, "bob");
-	ASSERT_CHILD(CHILD_OK, owner, "alice");
-	ASSERT_DIR_EMPTY();
+	xu_end(_metadata, &x);
 }
 
+/*
+ * 0644: bob gets no read-write permit, and his read-only attachment of
+ * alice's (migrated, private anonymous) range cannot be written: mprotect
+ * to PROT_WRITE fails, a store faults, and alice's bytes stay.
+ */
 TEST_F(xuser, rdonly_0644)
 {
 	size_t size = 2 * page;
-	int seg[2], done[2];
-	pid_t owner, peer;
+	struct xu x;
 
-	ASSERT_EQ(0, pipe(seg));
-	ASSERT_EQ(0, pipe(done));
-	int all[] = { seg[0], seg[1], done[0], done[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE)) {
 		unsigned char *buf;
 		xpmem_segid_t s;
 
-		KEEP(all, seg[1], done[0]);
-		if (become(ALICE, ALICE, 0))
-			_exit(10);
 		buf = map_anon(size);
 		if (!buf)
 			_exit(11);
 		fill(buf, size, 5);
 		s = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0644);
-		if (s <= 0 || write_all(seg[1], &s, sizeof(s)))
+		if (s <= 0 || write_all(TO(XU_PEER), &s, sizeof(s)))
 			_exit(12);
-		wait_eof(done[0]);
+		wait_eof(FROM(XU_PEER));
 		if (check(buf, size, 5))
 			_exit(13);
 		if (xpmem_remove(s))
 			_exit(14);
 		_exit(CHILD_OK);
 	}
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		unsigned char *at;
 		xpmem_segid_t s;
 		xpmem_apid_t apid;
 
-		KEEP(all, seg[0], done[1]);
-		if (become(BOB, BOB, 0))
-			_exit(10);
-		if (read_all(seg[0], &s, sizeof(s)))
+		if (read_all(FROM(XU_OWNER), &s, sizeof(s)))
 			_exit(11);
 		errno = 0;
 		if (xpmem_get(s, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL) != -1 ||
@@ -479,18 +522,16 @@ TEST_F(xuser, rdonly_0644)
 			_exit(14);
 		if (IS_SHM && errno != EACCES)
 			_exit(15);
-		if (probe((volatile char *)(at + page), 1, 1) != SIGSEGV)
+		if (probe((volatile char *)at + page, 1, 1) != SIGSEGV)
 			_exit(16);
-		if (probe((volatile char *)(at + page), 0, 1) != 0 || check(at, size, 5))
+		if (probe((volatile char *)at + page, 0, 1) != 0 ||
+		    check(at, size, 5))
 			_exit(17);
 		if (xpmem_detach(at) || xpmem_release(apid))
 			_exit(18);
 		_exit(CHILD_OK);
 	}
-	KEEP_NONE(all);
-	ASSERT_CHILD(CHILD_OK, peer, "bob");
-	ASSERT_CHILD(CHILD_OK, owner, "alice");
-	ASSERT_DIR_EMPTY();
+	xu_end(_metadata, &x);
 }
 
 /*
@@ -501,28 +542,15 @@ TEST_F(xuser, rdonly_0644)
  */
 TEST_F(xuser, remove_and_owner_exit)
 {
-	int seg[2], cmd[2], ack[2], kill_pipe[2], killed[2];
-	pid_t owner, peer;
+	struct xu x;
+	char c;
 	int st;
 
-	ASSERT_EQ(0, pipe(seg));
-	ASSERT_EQ(0, pipe(cmd));
-	ASSERT_EQ(0, pipe(ack));
-	ASSERT_EQ(0, pipe(kill_pipe));
-	ASSERT_EQ(0, pipe(killed));
-	int all[] = { seg[0], seg[1], cmd[0], cmd[1], ack[0], ack[1],
-		      kill_pipe[0], kill_pipe[1], killed[0], killed[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE)) {
 		unsigned char *a, *b;
 		xpmem_segid_t s[2];
-		char c;
 
-		KEEP(all, seg[1], cmd[0], ack[1]);
-		if (become(ALICE, ALICE, 0))
-			_exit(10);
 		a = xpmem_ext_alloc(page, 0);
 		b = map_anon(page);
 		if (!a || !b)
@@ -532,27 +560,22 @@ TEST_F(xuser, remove_and_owner_exit)
 		s[0] = xpmem_make(a, page, XPMEM_PERMIT_MODE, (void *)0666);
 		s[1] = xpmem_make(b, page, XPMEM_PERMIT_MODE, (void *)0666);
 		if (s[0] <= 0 || s[1] <= 0 ||
-		    write_all(seg[1], s, sizeof(s)))
+		    write_all(TO(XU_PEER), s, sizeof(s)))
 			_exit(12);
-		if (read_all(cmd[0], &c, 1) || xpmem_remove(s[0]) ||
-		    write_all(ack[1], &c, 1))
+		if (read_all(FROM(XU_PEER), &c, 1) || xpmem_remove(s[0]) ||
+		    write_all(TO(XU_PEER), &c, 1))
 			_exit(13);
-		wait_eof(cmd[0]);	/* killed before that */
+		wait_eof(FROM(XU_PEER));	/* killed before that */
 		_exit(CHILD_OK);
 	}
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		struct xpmem_addr addr = { .offset = 0 };
 		xpmem_apid_t apid[2];
 		unsigned char *at[2], *kept;
 		xpmem_segid_t s[2];
-		char c = 'r';
 
-		KEEP(all, seg[0], cmd[1], ack[0], kill_pipe[1], killed[0]);
-		if (become(BOB, BOB, 0))
-			_exit(10);
-		if (read_all(seg[0], s, sizeof(s)))
+		c = 'r';
+		if (read_all(FROM(XU_OWNER), s, sizeof(s)))
 			_exit(11);
 		at[0] = get_attach(s[0], XPMEM_RDWR, page, &apid[0]);
 		at[1] = get_attach(s[1], XPMEM_RDWR, page, &apid[1]);
@@ -564,7 +587,8 @@ TEST_F(xuser, remove_and_owner_exit)
 			_exit(13);
 		kept = at[1];
 		/* alice removes s[0] */
-		if (write_all(cmd[1], &c, 1) || read_all(ack[0], &c, 1))
+		if (write_all(TO(XU_OWNER), &c, 1) ||
+		    read_all(FROM(XU_OWNER), &c, 1))
 			_exit(14);
 		addr.apid = apid[0];
 		errno = 0;
@@ -580,8 +604,8 @@ TEST_F(xuser, remove_and_owner_exit)
 		    xpmem_detach(at[1]))
 			_exit(32);
 		/* the test kills alice */
-		if (write_all(kill_pipe[1], &c, 1) ||
-		    read_all(killed[0], &c, 1))
+		if (write_all(TO(XU_TEST), &c, 1) ||
+		    read_all(FROM(XU_TEST), &c, 1))
 			_exit(15);
 		errno = 0;
 		if (xpmem_attach(addr, page, NULL) != (void *)-1 ||
@@ -598,23 +622,16 @@ TEST_F(xuser, remove_and_owner_exit)
 			_exit(43);
 		_exit(CHILD_OK);
 	}
-	KEEP(all, kill_pipe[0], killed[1]);
-	{
-		char c;
-
-		if (read_all(kill_pipe[0], &c, 1) == 0) {
-			ASSERT_DIR_EMPTY();
-			ASSERT_EQ(0, kill(owner, SIGKILL));
-			st = wait_status(owner);
-			ASSERT_TRUE(WIFSIGNALED(st));
-			ASSERT_EQ(SIGKILL, WTERMSIG(st));
-			ASSERT_EQ(0, write_all(killed[1], &c, 1));
-		}
+	if (read_all(FROM(XU_PEER), &c, 1) == 0) {
+		ASSERT_DIR_EMPTY();
+		ASSERT_EQ(0, kill(x.pid[XU_OWNER], SIGKILL));
+		st = wait_status(x.pid[XU_OWNER]);
+		x.pid[XU_OWNER] = 0;
+		ASSERT_TRUE(WIFSIGNALED(st));
+		ASSERT_EQ(SIGKILL, WTERMSIG(st));
+		ASSERT_EQ(0, write_all(TO(XU_PEER), &c, 1));
 	}
-	close(killed[1]);
-	ASSERT_CHILD(CHILD_OK, peer, "bob");
-	close(kill_pipe[0]);
-	ASSERT_DIR_EMPTY();
+	xu_end(_metadata, &x);
 }
 
 /*
@@ -624,65 +641,47 @@ TEST_F(xuser, remove_and_owner_exit)
  */
 TEST_F(xuser, owner_exec)
 {
-	int seg[2], fwd[2], go[2], ready[2], bob_ok[2], execd[2];
 	struct xpmem_addr addr = { .offset = 0 };
 	xpmem_segid_t s;
-	pid_t owner, peer;
 	unsigned char *at;
-	char c;
+	struct xu x;
+	char c = 0;
 
 	if (!IS_SHM)
 		SKIP(return, "exec of a kernel-backend owner is not asserted");
-	/* Close-on-exec: after exec alice keeps only stdin/stdout. */
-	ASSERT_EQ(0, pipe2(seg, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(fwd, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(ready, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(bob_ok, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(execd, O_CLOEXEC));
-	int all[] = { seg[0], seg[1], fwd[0], fwd[1], go[0], go[1],
-		      ready[0], ready[1], bob_ok[0], bob_ok[1],
-		      execd[0], execd[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
-		char *argv[] = { "lib_xpmem-hold", NULL };
+	/* The pipes are close-on-exec: after exec alice keeps only 0 and 1. */
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE)) {
+		char *argv[] = { "lib_xuser-hold", NULL };
 		char *env[] = { PROBE_ENV "=hold", NULL };
 		unsigned char *buf;
 
-		KEEP(all, seg[1], go[0], ready[1]);
-		if (become(ALICE, ALICE, 0))
-			_exit(10);
 		buf = xpmem_ext_alloc(page, 0);
 		if (!buf)
 			_exit(11);
 		fill(buf, page, 61);
 		s = xpmem_make(buf, page, XPMEM_PERMIT_MODE, (void *)0666);
-		if (s <= 0 || write_all(seg[1], &s, sizeof(s)))
+		if (s <= 0 || write_all(TO(XU_TEST), &s, sizeof(s)))
 			_exit(12);
-		if (read_all(go[0], &c, 1) || dup2(go[0], 0) != 0 ||
-		    dup2(ready[1], 1) != 1)
+		/* the test's go; after exec, "x" to it when ready */
+		if (read_all(FROM(XU_TEST), &c, 1) ||
+		    dup2(FROM(XU_TEST), 0) != 0 || dup2(TO(XU_TEST), 1) != 1)
 			_exit(13);
 		execve("/proc/self/exe", argv, env);
 		_exit(14);
 	}
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		xpmem_apid_t apid;
 
-		KEEP(all, fwd[0], bob_ok[1], execd[0]);
-		if (become(BOB, BOB, 0))
-			_exit(10);
-		if (read_all(fwd[0], &s, sizeof(s)))
+		if (read_all(FROM(XU_TEST), &s, sizeof(s)))
 			_exit(11);
 		at = get_attach(s, XPMEM_RDWR, page, &apid);
 		if (!at)
 			_exit(errno_code(20));
 		if (check(at, page, 61) || xpmem_detach(at))
 			_exit(12);
-		if (write_all(bob_ok[1], &c, 1) || read_all(execd[0], &c, 1))
+		if (write_all(TO(XU_TEST), &c, 1) ||
+		    read_all(FROM(XU_TEST), &c, 1))
 			_exit(13);
 		addr.apid = apid;
 		errno = 0;
@@ -696,9 +695,8 @@ TEST_F(xuser, owner_exec)
 			_exit(32);
 		_exit(CHILD_OK);
 	}
-	KEEP(all, seg[0], fwd[1], go[1], ready[0], bob_ok[0], execd[1]);
-	ASSERT_EQ(0, read_all(seg[0], &s, sizeof(s)));
-	ASSERT_EQ(0, write_all(fwd[1], &s, sizeof(s)));
+	ASSERT_EQ(0, read_all(FROM(XU_OWNER), &s, sizeof(s)));
+	ASSERT_EQ(0, write_all(TO(XU_PEER), &s, sizeof(s)));
 	/* root's permit goes through /proc */
 	addr.apid = xpmem_get(s, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL);
 	ASSERT_LT(0, addr.apid);
@@ -706,18 +704,17 @@ TEST_F(xuser, owner_exec)
 	ASSERT_NE((void *)-1, at);
 	ASSERT_EQ(0, check(at, page, 61));
 	ASSERT_EQ(0, xpmem_detach(at));
-	ASSERT_EQ(0, read_all(bob_ok[0], &c, 1)) TH_LOG("bob failed");
-	ASSERT_EQ(0, write_all(go[1], &c, 1));
-	ASSERT_EQ(0, read_all(ready[0], &c, 1)) TH_LOG("alice did not exec");
+	ASSERT_EQ(0, read_all(FROM(XU_PEER), &c, 1)) TH_LOG("bob failed");
+	ASSERT_EQ(0, write_all(TO(XU_OWNER), &c, 1));
+	ASSERT_EQ(0, read_all(FROM(XU_OWNER), &c, 1))
+		TH_LOG("alice did not exec");
 	errno = 0;
 	ASSERT_EQ((void *)-1, xpmem_attach(addr, page, NULL));
 	ASSERT_EQ(ENOENT, errno);
 	ASSERT_EQ(0, xpmem_release(addr.apid));
-	ASSERT_EQ(0, write_all(execd[1], &c, 1));
-	ASSERT_CHILD(CHILD_OK, peer, "bob");
-	close(go[1]);
-	ASSERT_CHILD(CHILD_OK, owner, "alice after exec");
-	ASSERT_DIR_EMPTY();
+	ASSERT_EQ(0, write_all(TO(XU_PEER), &c, 1));
+	xu_wait(_metadata, &x, XU_PEER, "after alice's exec");
+	xu_end(_metadata, &x);
 }
 
 /*
@@ -730,16 +727,10 @@ enum { PA_S0644, PA_S1_0640, PA_S1_0666, PA_ALL_0666, PA_ALL_GONE, PA_N };
 
 TEST_F(xuser, partial_allocation)
 {
-	int seg[2], ack[2];
-	pid_t owner, peer;
+	struct xu x;
 
-	ASSERT_EQ(0, pipe(seg));
-	ASSERT_EQ(0, pipe(ack));
-	int all[] = { seg[0], seg[1], ack[0], ack[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE)) {
 		static const struct {
 			size_t first, pages;
 			unsigned long mode;
@@ -754,9 +745,6 @@ TEST_F(xuser, partial_allocation)
 		char c;
 		int i;
 
-		KEEP(all, seg[1], ack[0]);
-		if (become(ALICE, ALICE, 0))
-			_exit(10);
 		buf = xpmem_ext_alloc(2 * page, 0);
 		if (!buf)
 			_exit(11);
@@ -773,15 +761,13 @@ TEST_F(xuser, partial_allocation)
 			} else if (xpmem_remove(s[PA_ALL_0666])) {
 				_exit(13);
 			}
-			if (write_all(seg[1], s, sizeof(s)) ||
-			    read_all(ack[0], &c, 1))
+			if (write_all(TO(XU_PEER), s, sizeof(s)) ||
+			    read_all(FROM(XU_PEER), &c, 1))
 				_exit(14);
 		}
 		_exit(CHILD_OK);
 	}
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		/*
 		 * shm, per step: does get(page-0 0644 segment, RDONLY),
 		 * and get(page-1 0666 segment, RDWR), succeed?
@@ -793,11 +779,8 @@ TEST_F(xuser, partial_allocation)
 		unsigned char *at;
 		int i, want;
 
-		KEEP(all, seg[0], ack[1]);
-		if (become(BOB, BOB, 0))
-			_exit(10);
 		for (i = 0; i < PA_N; i++) {
-			if (read_all(seg[0], s, sizeof(s)))
+			if (read_all(FROM(XU_OWNER), s, sizeof(s)))
 				_exit(11);
 			want = IS_SHM ? shm_ro0[i] : 1;
 			errno = 0;
@@ -824,15 +807,12 @@ TEST_F(xuser, partial_allocation)
 					   xpmem_release(apid)))
 					_exit(60 + i);
 			}
-			if (write_all(ack[1], "n", 1))
+			if (write_all(TO(XU_OWNER), "n", 1))
 				_exit(12);
 		}
 		_exit(CHILD_OK);
 	}
-	KEEP_NONE(all);
-	ASSERT_CHILD(CHILD_OK, peer, "bob");
-	ASSERT_CHILD(CHILD_OK, owner, "alice");
-	ASSERT_DIR_EMPTY();
+	xu_end(_metadata, &x);
 }
 
 /*
@@ -843,49 +823,32 @@ TEST_F(xuser, partial_allocation)
  */
 TEST_F(xuser, stopped_owner)
 {
-	int seg[2], hold[2];
 	xpmem_segid_t s;
-	pid_t owner, peer;
+	struct xu x;
 	int st;
 
-	ASSERT_EQ(0, pipe(seg));
-	ASSERT_EQ(0, pipe(hold));
-	int all[] = { seg[0], seg[1], hold[0], hold[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
-		KEEP(all, seg[1], hold[0]);
-		alice_page_owner(81, seg[1], hold[0]);
-	}
-	KEEP(all, seg[0], hold[1]);
-	ASSERT_EQ(0, read_all(seg[0], &s, sizeof(s)));
-	ASSERT_EQ(0, kill(owner, SIGSTOP));
-	ASSERT_EQ(owner, waitpid(owner, &st, WUNTRACED));
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE))
+		page_owner(81, TO(XU_TEST), FROM(XU_TEST));
+	ASSERT_EQ(0, read_all(FROM(XU_OWNER), &s, sizeof(s)));
+	ASSERT_EQ(0, kill(x.pid[XU_OWNER], SIGSTOP));
+	ASSERT_EQ(x.pid[XU_OWNER], waitpid(x.pid[XU_OWNER], &st, WUNTRACED));
 	ASSERT_TRUE(WIFSTOPPED(st));
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		xpmem_apid_t apid;
 
-		if (become(BOB, BOB, 0))
-			_exit(10);
 		errno = 0;
 		apid = xpmem_get(s, XPMEM_RDWR, XPMEM_PERMIT_MODE, NULL);
 		if (IS_SHM)
 			_exit(apid == -1 && errno == EAGAIN ? CHILD_OK : 11);
 		_exit(apid > 0 && !xpmem_release(apid) ? CHILD_OK : 12);
 	}
-	ASSERT_CHILD(CHILD_OK, peer, "bob, owner stopped");
-	ASSERT_EQ(0, kill(owner, SIGCONT));
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	xu_wait(_metadata, &x, XU_PEER, "owner stopped");
+	ASSERT_EQ(0, kill(x.pid[XU_OWNER], SIGCONT));
+	if (xu_fork(_metadata, &x, XU_PEER2, BOB)) {
 		xpmem_apid_t apid;
 		unsigned char *at;
 
-		if (become(BOB, BOB, 0))
-			_exit(10);
 		at = get_attach(s, XPMEM_RDWR, page, &apid);
 		if (!at)
 			_exit(errno_code(20));
@@ -894,11 +857,8 @@ TEST_F(xuser, stopped_owner)
 			_exit(11);
 		_exit(CHILD_OK);
 	}
-	ASSERT_CHILD(CHILD_OK, peer, "bob, owner running again");
-	close(hold[1]);
-	ASSERT_CHILD(CHILD_OK, owner, "alice");
-	close(seg[0]);
-	ASSERT_DIR_EMPTY();
+	xu_wait(_metadata, &x, XU_PEER2, "owner running again");
+	xu_end(_metadata, &x);
 }
 
 /*
@@ -909,33 +869,21 @@ TEST_F(xuser, stopped_owner)
 TEST_F(xuser, peer_out_of_descriptors)
 {
 	struct rlimit few = { .rlim_cur = 64, .rlim_max = 64 };
-	int seg[2], hold[2];
 	xpmem_segid_t s;
-	pid_t owner, peer;
+	struct xu x;
 
 	if (!IS_SHM)
 		SKIP(return, "shm: descriptors come from the owner");
-	ASSERT_EQ(0, pipe(seg));
-	ASSERT_EQ(0, pipe(hold));
-	int all[] = { seg[0], seg[1], hold[0], hold[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
-		KEEP(all, seg[1], hold[0]);
-		alice_page_owner(91, seg[1], hold[0]);
-	}
-	KEEP(all, seg[0], hold[1]);
-	ASSERT_EQ(0, read_all(seg[0], &s, sizeof(s)));
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE))
+		page_owner(91, TO(XU_TEST), FROM(XU_TEST));
+	ASSERT_EQ(0, read_all(FROM(XU_OWNER), &s, sizeof(s)));
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		xpmem_apid_t apid;
 		unsigned char *at;
 		int last = -1, fd, i;
 
-		close(hold[1]);
-		if (become(BOB, BOB, 0) || setrlimit(RLIMIT_NOFILE, &few))
+		if (setrlimit(RLIMIT_NOFILE, &few))
 			_exit(10);
 		while ((fd = dup(0)) >= 0)
 			last = fd;
@@ -962,11 +910,8 @@ TEST_F(xuser, peer_out_of_descriptors)
 			_exit(15);
 		_exit(CHILD_OK);
 	}
-	ASSERT_CHILD(CHILD_OK, peer, "bob");
-	close(hold[1]);
-	ASSERT_CHILD(CHILD_OK, owner, "alice");
-	close(seg[0]);
-	ASSERT_DIR_EMPTY();
+	xu_wait(_metadata, &x, XU_PEER, "short of descriptors");
+	xu_end(_metadata, &x);
 }
 
 /* Connect to @segid's socket (shm: "\0xpmem-<segid in 12 hex digits>"). */
@@ -997,26 +942,16 @@ static int raw_connect(xpmem_segid_t segid)
 TEST_F_TIMEOUT(xuser, silent_peer_owner_at_emfile, 120)
 {
 	struct rlimit few = { .rlim_cur = 64, .rlim_max = 64 };
-	int seg[2], hold[2], held[2];
 	xpmem_segid_t s;
-	pid_t owner, silent, peer;
+	struct xu x;
 	char c;
 
 	if (!IS_SHM)
 		SKIP(return, "shm: lookups are answered by the owner");
-	ASSERT_EQ(0, pipe(seg));
-	ASSERT_EQ(0, pipe(hold));
-	ASSERT_EQ(0, pipe(held));
-	int all[] = { seg[0], seg[1], hold[0], hold[1], held[0], held[1] };
-
-	owner = fork_child();
-	ASSERT_LE(0, owner);
-	if (owner == 0) {
+	xu_init(_metadata, &x, self->dir);
+	if (xu_fork(_metadata, &x, XU_OWNER, ALICE)) {
 		unsigned char *buf;
 
-		KEEP(all, seg[1], hold[0]);
-		if (become(ALICE, ALICE, 0))
-			_exit(10);
 		buf = xpmem_ext_alloc(page, 0);
 		if (!buf)
 			_exit(11);
@@ -1026,24 +961,16 @@ TEST_F_TIMEOUT(xuser, silent_peer_owner_at_emfile, 120)
 			_exit(12);
 		while (dup(0) >= 0)
 			;
-		if (errno != EMFILE || write_all(seg[1], &s, sizeof(s)))
+		if (errno != EMFILE || write_all(TO(XU_TEST), &s, sizeof(s)))
 			_exit(13);
-		wait_eof(hold[0]);
+		wait_eof(FROM(XU_TEST));
 		_exit(CHILD_OK);
 	}
-	KEEP(all, seg[0], hold[1], held[0], held[1]);
-	ASSERT_EQ(0, read_all(seg[0], &s, sizeof(s)));
-	silent = fork_child();
-	ASSERT_LE(0, silent);
-	if (silent == 0) {
+	ASSERT_EQ(0, read_all(FROM(XU_OWNER), &s, sizeof(s)));
+	if (xu_fork(_metadata, &x, XU_PEER, BOB)) {
 		struct pollfd pfd[SILENT_CONNS];
 		int i, n;
 
-		close(seg[0]);
-		close(hold[1]);
-		close(held[0]);
-		if (become(BOB, BOB, 0))
-			_exit(10);
 		for (i = 0; i < SILENT_CONNS; i++) {
 			pfd[i].fd = raw_connect(s);
 			pfd[i].events = POLLIN;
@@ -1063,25 +990,17 @@ TEST_F_TIMEOUT(xuser, silent_peer_owner_at_emfile, 120)
 				}
 			}
 		}
-		if (write_all(held[1], "h", 1))
+		if (write_all(TO(XU_TEST), "h", 1))
 			_exit(13);
-		wait_eof(hold[0]);
+		wait_eof(FROM(XU_TEST));
 		_exit(CHILD_OK);
 	}
-	close(held[1]);
-	ASSERT_EQ(0, read_all(held[0], &c, 1)) TH_LOG("bob's connections");
-	peer = fork_child();
-	ASSERT_LE(0, peer);
-	if (peer == 0) {
+	ASSERT_EQ(0, read_all(FROM(XU_PEER), &c, 1)) TH_LOG("bob's connections");
+	if (xu_fork(_metadata, &x, XU_PEER2, CAROL)) {
 		xpmem_apid_t apid;
 		unsigned char *at;
 		int i;
 
-		close(seg[0]);
-		close(hold[1]);
-		close(held[0]);
-		if (become(CAROL, CAROL, 0))
-			_exit(10);
 		for (i = 0; i < FLOOD_GETS; i++) {
 			at = get_attach(s, XPMEM_RDWR, page, &apid);
 			if (!at)
@@ -1092,11 +1011,8 @@ TEST_F_TIMEOUT(xuser, silent_peer_owner_at_emfile, 120)
 		}
 		_exit(CHILD_OK);
 	}
-	ASSERT_CHILD(CHILD_OK, peer, "carol's gets");
-	close(hold[1]);
-	ASSERT_CHILD(CHILD_OK, silent, "bob");
-	ASSERT_CHILD(CHILD_OK, owner, "alice");
-	ASSERT_DIR_EMPTY();
+	xu_wait(_metadata, &x, XU_PEER2, "gets");
+	xu_end(_metadata, &x);
 }
 
 TEST_HARNESS_MAIN
