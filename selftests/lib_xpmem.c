@@ -44,6 +44,7 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
+/* Lines of the file @path; -1 if it cannot be read. */
 static int count_lines(const char *path)
 {
 	FILE *f = fopen(path, "re");
@@ -56,7 +57,6 @@ static int count_lines(const char *path)
 	fclose(f);
 	return n;
 }
-
 
 /* Whether /proc/self/maps shows @addr backed by one of our objects. */
 static int mapped_from_object(void *addr)
