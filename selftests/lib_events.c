@@ -3,7 +3,7 @@
  * lib_events.c - xpmem_ext_event_fd(), xpmem_ext_events() and
  * XPMEM_EXT_ATTACH_ZERO_REVOKED through the library, on both backends.
  *
- * The backend comes from XPMEM_BACKEND as in lib_xpmem.c.  An owner child
+ * The backend comes from XPMEM_BACKEND (lib_test.h).  An owner child
  * exports memory and then removes it, exits or is killed with SIGKILL;
  * the test process, holding permits, must learn of it from the event
  * descriptor (poll, epoll, io_uring's POLL_ADD) and xpmem_ext_events():
@@ -38,14 +38,13 @@
 #include <xpmem.h>
 
 #include "kselftest_harness.h"
+#include "lib_test.h"
 #include "xt_wait.h"
 
 #define NPAGES		8
 #define OWNERS		6
 #define PERMITS		12	/* per owner */
 #define WAIT_MS		60000	/* bound of every wait for an event */
-
-static size_t page;
 
 /* An owner child and the pipes to it. */
 struct owner {
@@ -65,7 +64,7 @@ static void owner_main(int in, int out, uid_t uid)
 	char *buf, cmd;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+	if (uid && switch_user(uid, uid, 0))
 		_exit(5);
 	buf = xpmem_ext_alloc(NPAGES * page, 0);
 	if (!buf)
@@ -211,19 +210,12 @@ FIXTURE(ev)
 
 FIXTURE_SETUP(ev)
 {
-	const char *env = getenv("XPMEM_BACKEND");
 	const char *reason;
 
-	page = (size_t)sysconf(_SC_PAGESIZE);
 	self->o.pid = 0;
 	self->o.to = self->o.from = -1;
-	self->backend = xpmem_ext_backend(&reason);
-	if (env && !strcmp(env, "kernel") &&
-	    self->backend == XPMEM_EXT_BACKEND_NONE)
-		SKIP(return, "XPMEM_BACKEND=kernel but no module: %s", reason);
-	ASSERT_NE(XPMEM_EXT_BACKEND_NONE, self->backend);
-	if (env && !strcmp(env, "shm"))
-		ASSERT_EQ(XPMEM_EXT_BACKEND_SHM, self->backend);
+	if (lib_setup_backend(_metadata, &self->backend, &reason))
+		return;
 	self->fd = xpmem_ext_event_fd();
 	ASSERT_LE(0, self->fd) TH_LOG("xpmem_ext_event_fd: %s",
 				      strerror(errno));
@@ -535,7 +527,7 @@ static int other_uid_peer(xpmem_segid_t segid, int ready)
 	xpmem_apid_t apid;
 	int fd;
 
-	if (setgroups(0, NULL) || setgid(1001) || setuid(1001))
+	if (switch_user(BOB, BOB, 0))
 		return 10;
 	apid = xpmem_get(segid, XPMEM_RDONLY, XPMEM_PERMIT_MODE, NULL);
 	fd = xpmem_ext_event_fd();
@@ -559,7 +551,7 @@ TEST_F(ev, other_uid_peer_hears_removal)
 
 	if (geteuid())
 		SKIP(return, "needs root (uids 1000 and 1001)");
-	ASSERT_EQ(0, owner_start_as(&self->o, 1000));
+	ASSERT_EQ(0, owner_start_as(&self->o, ALICE));
 	ASSERT_EQ(0, pipe2(rdy, O_CLOEXEC));
 	fflush(NULL);
 	peer = fork();

@@ -4,7 +4,7 @@
  * classic /proc/xpmem files.
  *
  * One binary for both backends (XPMEM_BACKEND=kernel in the VM with the
- * module loaded, unset or shm otherwise; see lib_xpmem.c).  Ids must be
+ * module loaded, unset or shm otherwise; see lib_test.h).  Ids must be
  * positive int64_t values of at most 12 hex digits: kernel ids are below
  * 2^46 (XPMEM_ID_BITS), shm ids have bit 46 set and nothing above.  The
  * /proc/xpmem tests need the kernel backend and skip on shm.  Children
@@ -39,6 +39,7 @@
 #include <xpmem.h>
 
 #include "kselftest_harness.h"
+#include "lib_test.h"
 
 /* MAKE/GET/RELEASE/REMOVE cycles of the width test... */
 #define ID_CYCLES	100000
@@ -64,147 +65,11 @@
 #define AREA_SIZE	32
 #define LOCK0		0xa5
 #define LOCK1		0x5a
-/* An unprivileged user of the VM (selftests/vm/init.sh creates it). */
-#define ALICE		1000
 
 #define SHM_MARK	(1LL << XPMEM_ID_BITS)
 #define PROC_XPMEM	"/proc/xpmem"
 
-/* Exit codes of helper children. */
-#define CHILD_OK	0
-#define CHILD_SKIP	77
-
-static size_t page;
-
 /* ---- helpers ------------------------------------------------------------ */
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Block until the other end of @fd is closed. */
-static void wait_eof(int fd)
-{
-	char c;
-
-	while (read(fd, &c, 1) > 0 || errno == EINTR)
-		;
-}
-
-static int wait_child(pid_t pid)
-{
-	int status;
-
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return status;
-}
-
-/* fork() a child that dies with its parent (the harness's test process). */
-static pid_t fork_child(void)
-{
-	pid_t parent = getpid();
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
-			_exit(99);
-	}
-	return pid;
-}
-
-static void fill(unsigned char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (unsigned char)(seed + i * 7 + (i >> 12));
-}
-
-static int check(const unsigned char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != (unsigned char)(seed + i * 7 + (i >> 12)))
-			return -1;
-	return 0;
-}
-
-static void *anon(size_t size)
-{
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
-/* get + attach the whole @size of @segid; NULL on failure. */
-static void *get_attach(xpmem_segid_t segid, int flags, size_t size,
-			xpmem_apid_t *apid)
-{
-	struct xpmem_addr addr;
-	void *p;
-
-	*apid = xpmem_get(segid, flags, XPMEM_PERMIT_MODE, NULL);
-	if (*apid == -1)
-		return NULL;
-	addr.apid = *apid;
-	addr.offset = 0;
-	p = xpmem_attach(addr, size, NULL);
-	if (p == (void *)-1) {
-		xpmem_release(*apid);
-		return NULL;
-	}
-	return p;
-}
-
-static int drop_to(uid_t uid, gid_t gid)
-{
-	if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
-		return -1;
-	/* setuid() clears dumpable; the shm backend needs it (see docs). */
-	return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * id_shape_ok - @id is what the backend must hand out: positive, never -1,
@@ -390,27 +255,12 @@ FIXTURE(ids)
 
 FIXTURE_SETUP(ids)
 {
-	const char *env = getenv("XPMEM_BACKEND");
-
-	page = (size_t)sysconf(_SC_PAGESIZE);
-	self->backend = xpmem_ext_backend(&self->reason);
-	if (env && !strcmp(env, "kernel") &&
-	    self->backend == XPMEM_EXT_BACKEND_NONE)
-		SKIP(return, "XPMEM_BACKEND=kernel but no module: %s",
-		     self->reason);
-	ASSERT_NE(XPMEM_EXT_BACKEND_NONE, self->backend)
-		TH_LOG("no backend: %s", self->reason);
-	if (env && !strcmp(env, "shm"))
-		ASSERT_EQ(XPMEM_EXT_BACKEND_SHM, self->backend);
-	if (env && !strcmp(env, "kernel"))
-		ASSERT_EQ(XPMEM_EXT_BACKEND_KERNEL, self->backend);
+	lib_setup_backend(_metadata, &self->backend, &self->reason);
 }
 
 FIXTURE_TEARDOWN(ids)
 {
 }
-
-#define IS_SHM (self->backend == XPMEM_EXT_BACKEND_SHM)
 
 /* ---- ids as text -------------------------------------------------------- */
 
@@ -425,7 +275,7 @@ TEST_F(ids, rendezvous_text)
 {
 	size_t size = 2 * page;
 	unsigned char *a = xpmem_ext_alloc(size, 0);
-	unsigned char *b = anon(size);
+	unsigned char *b = map_anon(size);
 	xpmem_segid_t s0, s1;
 	char *area, *second;
 	size_t n;
@@ -493,7 +343,7 @@ TEST_F(ids, rendezvous_text)
 			_exit(15);
 		_exit(CHILD_OK);
 	}
-	st = wait_child(peer);
+	st = wait_status(peer);
 	ASSERT_TRUE(WIFEXITED(st));
 	ASSERT_EQ(CHILD_OK, WEXITSTATUS(st));
 	/* The peer's stores are in the owner's memory. */
@@ -661,7 +511,7 @@ TEST_F(ids, known_id_still_needs_mode)
 		unsigned char *buf;
 
 		close(hold[1]);
-		if (geteuid() == 0 && drop_to(ALICE, ALICE))
+		if (geteuid() == 0 && become(ALICE, ALICE, 0))
 			_exit(CHILD_SKIP);
 		buf = xpmem_ext_alloc(2 * page, 0);
 		if (!buf)
@@ -678,7 +528,7 @@ TEST_F(ids, known_id_still_needs_mode)
 	close(hold[0]);
 	close(seg_pipe[1]);
 	if (read_all(seg_pipe[0], s, sizeof(s))) {
-		st = wait_child(owner);
+		st = wait_status(owner);
 		ASSERT_TRUE(WIFEXITED(st));
 		if (WEXITSTATUS(st) == CHILD_SKIP)
 			SKIP(return, "cannot become uid %d", ALICE);
@@ -690,7 +540,7 @@ TEST_F(ids, known_id_still_needs_mode)
 	if (peer == 0) {
 		xpmem_apid_t ap;
 
-		if (geteuid() == 0 && drop_to(ALICE, ALICE))
+		if (geteuid() == 0 && become(ALICE, ALICE, 0))
 			_exit(CHILD_SKIP);
 		errno = 0;
 		if (xpmem_get(s[0], XPMEM_RDONLY, XPMEM_PERMIT_MODE, NULL) !=
@@ -704,11 +554,11 @@ TEST_F(ids, known_id_still_needs_mode)
 			_exit(22);
 		_exit(CHILD_OK);
 	}
-	st = wait_child(peer);
+	st = wait_status(peer);
 	close(hold[1]);
 	ASSERT_TRUE(WIFEXITED(st));
 	ASSERT_EQ(CHILD_OK, WEXITSTATUS(st));
-	st = wait_child(owner);
+	st = wait_status(owner);
 	ASSERT_TRUE(WIFEXITED(st));
 	ASSERT_EQ(CHILD_OK, WEXITSTATUS(st));
 }
@@ -769,7 +619,7 @@ TEST_F_TIMEOUT(ids, gets_beyond_listen_backlog, 120)
 		ASSERT_EQ(0, xpmem_release(ap));
 	}
 	close(hold[1]);
-	st = wait_child(owner);
+	st = wait_status(owner);
 	ASSERT_TRUE(WIFEXITED(st));
 	ASSERT_EQ(CHILD_OK, WEXITSTATUS(st));
 }
@@ -831,15 +681,15 @@ TEST_F(ids, pid_namespace_siblings)
 			_exit(CHILD_OK);
 		}
 		/* The owner is this namespace's init: it waits for us. */
-		st = wait_child(peer);
+		st = wait_status(peer);
 		close(hold[1]);
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != CHILD_OK)
 			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 20);
-		st = wait_child(owner);
+		st = wait_status(owner);
 		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 21);
 	}
 	close(hold[1]);
-	st = wait_child(mid);
+	st = wait_status(mid);
 	ASSERT_TRUE(WIFEXITED(st));
 	if (WEXITSTATUS(st) == CHILD_SKIP)
 		SKIP(return, "cannot unshare the PID namespace");
@@ -876,7 +726,7 @@ TEST_F(ids, network_namespace)
 			_exit(!at && errno == ENOENT ? CHILD_OK : 10);
 		_exit(at && !check(at, page, 81) ? CHILD_OK : 11);
 	}
-	st = wait_child(peer);
+	st = wait_status(peer);
 	ASSERT_TRUE(WIFEXITED(st));
 	if (WEXITSTATUS(st) == CHILD_SKIP)
 		SKIP(return, "cannot unshare the network namespace");
@@ -906,21 +756,6 @@ static int socket_listed(xpmem_segid_t segid)
 	return found;
 }
 
-static int count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
-}
-
 /*
  * An owner with segments (allocated and migrated), a permit and an
  * attachment of its own, and an attacher (us), killed with SIGKILL:
@@ -948,7 +783,7 @@ TEST_F(ids, owner_kill9_leaves_nothing)
 	ASSERT_LE(0, owner);
 	if (owner == 0) {
 		unsigned char *a = xpmem_ext_alloc(2 * page, 0);
-		unsigned char *b = anon(2 * page);
+		unsigned char *b = map_anon(2 * page);
 		unsigned char *self_at;
 		xpmem_apid_t self_ap;
 		xpmem_segid_t m[2];
@@ -986,7 +821,7 @@ TEST_F(ids, owner_kill9_leaves_nothing)
 	}
 
 	ASSERT_EQ(0, kill(owner, SIGKILL));
-	st = wait_child(owner);
+	st = wait_status(owner);
 	ASSERT_TRUE(WIFSIGNALED(st));
 	ASSERT_EQ(SIGKILL, WTERMSIG(st));
 
@@ -1027,7 +862,7 @@ TEST_F(ids, proc_global_pages)
 		SKIP(return, "/proc/xpmem is the kernel module's");
 	ASSERT_EQ(0, read_global(v));
 	ASSERT_EQ(v[0], v[1]);
-	buf = anon(size);
+	buf = map_anon(size);
 	ASSERT_NE(NULL, buf);
 	fill(buf, size, 101);
 	segid = xpmem_make(buf, size, XPMEM_PERMIT_MODE, (void *)0600);
@@ -1084,7 +919,7 @@ TEST_F(ids, proc_tgid_files)
 	if (child == 0) {
 		close(ready[0]);
 		close(hold[1]);
-		if (geteuid() == 0 && drop_to(ALICE, ALICE))
+		if (geteuid() == 0 && become(ALICE, ALICE, 0))
 			_exit(CHILD_SKIP);
 		/* The library opens its own device file in a fork child. */
 		if (xpmem_version() < 0)
@@ -1097,7 +932,7 @@ TEST_F(ids, proc_tgid_files)
 	close(ready[1]);
 	close(hold[0]);
 	if (read(ready[0], &c, 1) != 1) {
-		status = wait_child(child);
+		status = wait_status(child);
 		ASSERT_TRUE(WIFEXITED(status));
 		if (WEXITSTATUS(status) == CHILD_SKIP)
 			SKIP(return, "cannot become uid %d", ALICE);
@@ -1115,7 +950,7 @@ TEST_F(ids, proc_tgid_files)
 	ASSERT_EQ(v[0], v[1]);
 	proc_dump(_metadata);
 	close(hold[1]);
-	status = wait_child(child);
+	status = wait_status(child);
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(CHILD_OK, WEXITSTATUS(status));
 	ASSERT_FALSE(tgid_file_exists(child));
@@ -1171,7 +1006,7 @@ TEST_F(ids, proc_leak_check)
 		if (i % 2)
 			ASSERT_EQ(0, kill(child, SIGKILL));
 		close(hold[1]);
-		st = wait_child(child);
+		st = wait_status(child);
 		if (i % 2) {
 			ASSERT_TRUE(WIFSIGNALED(st));
 		} else {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * uring_probe.h - what the running kernel's io_uring offers, asked of
- * io_uring itself (for the kernel suites and lib_xpmem).
+ * io_uring itself (for the kernel suites and lib_ext).
  */
 #ifndef URING_PROBE_H
 #define URING_PROBE_H

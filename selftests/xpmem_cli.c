@@ -432,15 +432,6 @@ static void run_free(struct run *r)
 	free(r);
 }
 
-/* In the child: become @uid (and its gid, no supplementary groups). */
-static int become(uid_t uid)
-{
-	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-	    setresuid(uid, uid, uid))
-		return -1;
-	return 0;
-}
-
 /* In the child: "NAME=value" sets, "NAME" unsets. */
 static int apply_env(const char *const *env)
 {
@@ -471,7 +462,7 @@ static void exec_cli(const char *cli, int out, int err, uid_t uid,
 	for (i = 0; i < 14 && args[i]; i++)
 		argv[i + 1] = args[i];
 	if (dup2(out, 1) < 0 || dup2(err, 2) < 0 || apply_env(env) ||
-	    (uid != (uid_t)-1 && become(uid)))
+	    (uid != (uid_t)-1 && switch_user(uid, uid, 0)))
 		_exit(126);
 	execv(cli, (char *const *)argv);
 	_exit(127);

@@ -97,12 +97,9 @@ static int check_at(const void *p, size_t off, size_t len, unsigned int seed)
 {
 	const unsigned char *c = p;
 
-	for (size_t i = 0; i < len; i++) {
-		size_t j = off + i;
-
-		if (c[i] != (unsigned char)(seed * 131 + j * 7 + (j >> 12)))
+	for (size_t i = 0; i < len; i++)
+		if (c[i] != pattern_byte(seed, off + i))
 			return -1;
-	}
 	return 0;
 }
 

@@ -72,15 +72,6 @@ static int param_write(const char *name, long v)
 	return ret;
 }
 
-/* In a child: become @uid (group of the same number, no supplementary). */
-static int become(uid_t uid)
-{
-	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-	    setresuid(uid, uid, uid))
-		return -1;
-	return 0;
-}
-
 static long env_long(const char *name, long def)
 {
 	const char *s = getenv(name);
@@ -254,7 +245,7 @@ static int other_user_makes_n(uid_t uid)
 	int fd[2], i;
 	char *buf;
 
-	if (become(uid))
+	if (switch_user(uid, uid, 0))
 		return __LINE__;
 	buf = map_anon(PAGE);
 	fd[0] = xp_open();
@@ -291,7 +282,7 @@ TEST_F(limits, segments_per_user_across_opens)
 		char *buf;
 
 		chan_child(&ch);
-		if (become(ALICE))
+		if (switch_user(ALICE, ALICE, 0))
 			_exit(100);
 		buf = map_anon(PAGE);
 		if (!buf)
@@ -387,7 +378,7 @@ TEST_F(limits, permits_per_user_across_opens)
 		int fd[N + 1], i;
 
 		chan_child(&ch);
-		if (become(ALICE))
+		if (switch_user(ALICE, ALICE, 0))
 			_exit(100);
 		for (i = 0; i <= N; i++) {
 			fd[i] = xp_open();
@@ -419,7 +410,7 @@ TEST_F(limits, permits_per_user_across_opens)
 		xpmem_apid_t a;
 		int fd[2], i;
 
-		if (become(BOB))
+		if (switch_user(BOB, BOB, 0))
 			_exit(100);
 		fd[0] = xp_open();
 		fd[1] = xp_open();
@@ -462,7 +453,7 @@ TEST_F(limits, attachments_per_user_until_freed)
 		void *a[N + 1], *extra;
 		int fd[N + 1], i;
 
-		if (become(ALICE))
+		if (switch_user(ALICE, ALICE, 0))
 			_exit(100);
 		for (i = 0; i <= N; i++) {
 			fd[i] = xp_open();
@@ -500,7 +491,7 @@ TEST_F(limits, attachments_per_user_until_freed)
 		void *a;
 		int fd, i;
 
-		if (become(BOB))
+		if (switch_user(BOB, BOB, 0))
 			_exit(100);
 		fd = xp_open();
 		if (fd < 0 || xp_get(fd, segid, XPMEM_RDONLY, &p))
@@ -581,7 +572,7 @@ TEST_F(limits, revoked_pages_per_user_until_freed)
 
 		close(ready[0]);
 		close(go[1]);
-		if (become(ALICE))
+		if (switch_user(ALICE, ALICE, 0))
 			_exit(100);
 		line = revoked_pair(&a, &b);
 		if (line) {
@@ -618,7 +609,7 @@ TEST_F(limits, revoked_pages_per_user_until_freed)
 		char *a, *b;
 		int line;
 
-		if (become(BOB))
+		if (switch_user(BOB, BOB, 0))
 			_exit(100);
 		line = revoked_pair(&a, &b);
 		if (line) {
@@ -663,7 +654,7 @@ TEST_F(limits, charge_follows_the_maker)
 
 		chan_child(&ch);
 		close(seg_pipe[0]);
-		if (become(ALICE))
+		if (switch_user(ALICE, ALICE, 0))
 			_exit(100);
 		buf = map_anon(PAGE);
 		fd = xp_open();
@@ -708,7 +699,7 @@ TEST_F(limits, charge_follows_the_maker)
 		segs_before = stat_read("segments");
 		/* the counters are root's: opened now, read as bob */
 		sfd = open(STATS_DIR "segments", O_RDONLY | O_CLOEXEC);
-		if (sfd < 0 || become(BOB))
+		if (sfd < 0 || switch_user(BOB, BOB, 0))
 			_exit(101);
 		fd = xp_open();
 		buf = map_anon(PAGE);

@@ -87,14 +87,6 @@ static pid_t clone_at(pid_t want, uint64_t flags, int pdeath)
 	return r;
 }
 
-/* Become @id (uid and gid, no supplementary groups); 0 or -1. */
-static int become(uid_t id)
-{
-	if (setgroups(0, NULL) || setgid(id) || setuid(id))
-		return -1;
-	return 0;
-}
-
 /* stat() @dir/<pid>; 0 or -errno. */
 static int proc_stat(const char *dir, pid_t pid, struct stat *st)
 {
@@ -144,7 +136,7 @@ static int opener(uid_t uid, struct chan *ch, int sock)
 	char *b, m;
 	int fd;
 
-	if (become(uid))
+	if (switch_user(uid, uid, 0))
 		return 1;
 	b = map_anon(PAGE);
 	if (!b)
@@ -172,7 +164,7 @@ static int maker(uid_t uid, struct chan *ch)
 	char *b, m;
 	int fd;
 
-	if (become(uid))
+	if (switch_user(uid, uid, 0))
 		return 1;
 	b = map_anon(PAGE);
 	if (!b)
@@ -196,7 +188,7 @@ static int readable_by(uid_t uid, const char *dir, pid_t pid)
 	if (c < 0)
 		return 1;
 	if (c == 0) {
-		if (become(uid))
+		if (switch_user(uid, uid, 0))
 			_exit(1);
 		r = proc_read(dir, pid, buf, sizeof(buf));
 		_exit(r == -EACCES || r == -ENOENT ? 0 : 2);
@@ -580,7 +572,7 @@ TEST_F(proc, shared_fd_table_dead_opener_shows_nothing)
 		char *p;
 		int fd;
 
-		if (become(ALICE))
+		if (switch_user(ALICE, ALICE, 0))
 			_exit(1);
 		p = map_anon(PAGE);
 		fd = xp_open();
@@ -682,7 +674,7 @@ TEST_F(proc, setuid_exec_objects_hidden_from_invoker)
 		int fd;
 
 		chan_child(&ct);
-		if (become(ALICE) || prctl(PR_SET_DUMPABLE, 1))
+		if (switch_user(ALICE, ALICE, 0) || prctl(PR_SET_DUMPABLE, 1))
 			_exit(1);
 		b = map_anon(PAGE);
 		fd = open(XPMEM_DEV_PATH, O_RDWR);
@@ -710,7 +702,7 @@ TEST_F(proc, setuid_exec_objects_hidden_from_invoker)
 		int fd;
 
 		chan_child(&cr);
-		if (become(ALICE))
+		if (switch_user(ALICE, ALICE, 0))
 			_exit(1);
 		snprintf(dir_fd_path, sizeof(dir_fd_path), "%s/%d",
 			 PROC_OBJECTS, (int)t);
