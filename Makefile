@@ -297,9 +297,7 @@ host-tests: $(LIB_TARGETS) $(HOST_TESTS) | deps-test
 # ---------------------------------------------------------------- QEMU -------
 
 # SUITES="xpmem_core lib_abi" restricts the VM suites (names containing a word).
-# The doc check runs first; if it fails, the last line is still the summary.
 check: userspace | deps-test
-	@python3 selftests/doc-check.py || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 	@SUITES="$(SUITES)" selftests/vm/check.sh $(KERNELS)
 
 demo: lib tools tests | deps-test

@@ -103,6 +103,8 @@ add host "$B/host/result" $?
 
 # Man pages (man/check.sh: man --warnings, lexgrog, .so links).
 add_script man "$B/results/man.log" sh man/check.sh
+# Docs: references that resolve, no issue numbers (selftests/doc-check.py).
+add_script doc "$B/results/doc.log" python3 selftests/doc-check.py
 
 vm_run() {	# vm_run KERNEL: one kernel's suites in QEMU, counted
 	local k=$1
