@@ -64,7 +64,7 @@ static long xpmem_copy_pin(struct mm_struct *mm, unsigned long oaddr,
 		return -EINTR;
 	}
 	vma = vma_lookup(mm, oaddr);
-	if (!vma || !xpmem_vma_mirrorable(vma)) {
+	if (!vma || !xpmem_mirror_vma_ok(vma)) {
 		n = -EFAULT;
 	} else {
 		nr = min(nr, (vma->vm_end - (oaddr & PAGE_MASK)) >> PAGE_SHIFT);

@@ -74,28 +74,28 @@ unsigned long xpmem_fault_window_pages(void)
 }
 
 /**
- * xpmem_vma_is_att - is @vma an attachment of this module?
+ * xpmem_fault_vma_is_att - is @vma an attachment of this module?
  * @vma: any VMA
  */
-bool xpmem_vma_is_att(struct vm_area_struct *vma)
+bool xpmem_fault_vma_is_att(struct vm_area_struct *vma)
 {
-	return vma->vm_ops == &xpmem_vm_ops;
+	return vma->vm_ops == &xpmem_fault_vm_ops;
 }
 
 /**
- * xpmem_vma_mirrorable - may attachments (and copies) reach @vma's pages?
+ * xpmem_mirror_vma_ok - may attachments (and copies) reach @vma's pages?
  * @vma: an owner VMA
  *
  * What get_user_pages() would hand out, and never an attachment (which
  * would make the mirror recurse into itself, or nest attachments' locks).
  */
-bool xpmem_vma_mirrorable(struct vm_area_struct *vma)
+bool xpmem_mirror_vma_ok(struct vm_area_struct *vma)
 {
 	struct file *file = vma->vm_file;
 
 	if (vma->vm_flags & (VM_IO | VM_PFNMAP | VM_MIXEDMAP | VM_SHADOW_STACK))
 		return false;
-	if (xpmem_vma_is_att(vma))
+	if (xpmem_fault_vma_is_att(vma))
 		return false;
 	/* memfd_secret(): out of the direct map, never lent to anyone */
 	if (xpmem_file_is_secretmem(file))
@@ -109,7 +109,7 @@ bool xpmem_vma_mirrorable(struct vm_area_struct *vma)
  * xpmem_internal.h; lockdep sees one class and cannot check it).
  * Return: 0, or -EINTR on a fatal signal.
  */
-static int xpmem_mmap_read_lock_second(struct mm_struct *held,
+static int xpmem_fault_lock_second_mm(struct mm_struct *held,
 				       struct mm_struct *mm)
 {
 	WARN_ON_ONCE((unsigned long)held >= (unsigned long)mm);
@@ -147,7 +147,7 @@ static void xpmem_fault_window(struct vm_fault *vmf, struct xpmem_mirror *m,
  * NULL (SIGBUS) for a page outside the attachment, which VMAs of an
  * attachment never map (VM_DONTEXPAND, and mmap checks vm_pgoff).
  */
-static struct xpmem_mirror *xpmem_fault_mirror(struct vm_fault *vmf,
+static struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
 					       unsigned long *oaddr)
 {
 	struct xpmem_att *att = vmf->vma->vm_private_data;
@@ -178,9 +178,9 @@ enum xpmem_fault_kind {
  * fallback or one wasted resolution); under the owner's mmap_lock, so the
  * tables above the slot stay.
  */
-static bool xpmem_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
+static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
 {
-	pmd_t *pmd = xpmem_find_pmd(owner, haddr);
+	pmd_t *pmd = xpmem_map_find_pmd(owner, haddr);
 	pmd_t val;
 
 	if (!pmd)
@@ -190,7 +190,7 @@ static bool xpmem_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
 }
 
 #else
-static bool xpmem_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
+static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
 {
 	return true;
 }
@@ -209,7 +209,7 @@ struct xpmem_fault {
 	unsigned long fidx;		/* the faulting page's index */
 	unsigned long *pfns;		/* one entry per page of the window */
 	bool look_only;			/* owner VMA under userfaultfd */
-	struct xpmem_fault_win win;	/* listed while it resolves */
+	struct xpmem_win win;	/* listed while it resolves */
 	struct hmm_range range;
 };
 
@@ -243,7 +243,7 @@ static bool xpmem_fault_pmd_window(struct vm_fault *vmf,
 	       ovma->vm_end - oaddr >= *hi - vmf->address &&
 	       oaddr - (vmf->address - *lo) >= m->r.oaddr &&
 	       m->r.oaddr + m->r.len - oaddr >= *hi - vmf->address &&
-	       !xpmem_owner_maps_ptes(owner, oaddr & PMD_MASK);
+	       !xpmem_fault_owner_maps_ptes(owner, oaddr & PMD_MASK);
 }
 
 /*
@@ -258,11 +258,11 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	struct vm_area_struct *ovma;
 	struct xpmem_mirror *m;
 
-	m = xpmem_fault_mirror(vmf, &f->oaddr);
+	m = xpmem_mirror_find(vmf, &f->oaddr);
 	if (!m)
 		return VM_FAULT_SIGBUS;
 	ovma = vma_lookup(owner, f->oaddr);
-	if (!ovma || !xpmem_vma_mirrorable(ovma))
+	if (!ovma || !xpmem_mirror_vma_ok(ovma))
 		return f->kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
 						    VM_FAULT_SIGBUS;
 	if (f->kind != XPMEM_FAULT_PMD)
@@ -276,20 +276,20 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	f->range.start = f->oaddr - (f->fidx << PAGE_SHIFT);
 	f->range.end = f->range.start + (f->hi - f->lo);
 	f->range.hmm_pfns = f->pfns;
-	/* hmm faults nothing there: xpmem_fault_userfault() does */
+	/* hmm faults nothing there: xpmem_userfault_handle() does */
 	f->look_only = userfaultfd_armed(ovma);
 	if (!f->look_only)
 		f->range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
-	/* the window's own sequence: see struct xpmem_fault_win */
+	/* the window's own sequence: see struct xpmem_win */
 	f->range.notifier = &f->win.changes;
 	f->range.notifier_seq = 0;
 	/* a PMD fault needs all of its window, the others their page */
 	if (f->kind != XPMEM_FAULT_PMD)
-		xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
+		xpmem_win_begin(&f->win, m, owner, f->range.start,
 				      f->range.end, f->oaddr & PAGE_MASK,
 				      (f->oaddr & PAGE_MASK) + PAGE_SIZE);
 	else
-		xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
+		xpmem_win_begin(&f->win, m, owner, f->range.start,
 				      f->range.end, f->range.start,
 				      f->range.end);
 	return 0;
@@ -322,7 +322,7 @@ static void xpmem_fault_trim(struct xpmem_fault *f)
  * fault now (no memory in its cgroup, no space for a filesystem's
  * ->page_mkwrite).  Such a neighbour must not fail the faulting page, so
  * the window shrinks to that page alone, which then fails only for its
- * own reasons.  The listed window shrinks with it (xpmem_fault_win_narrow(),
+ * own reasons.  The listed window shrinks with it (xpmem_win_narrow(),
  * att->lock briefly).  Not for a PMD fault, which needs its whole window.
  * Return: false if the window was that page already.
  */
@@ -338,7 +338,7 @@ static bool xpmem_fault_narrow(struct xpmem_fault *f)
 	f->range.end = f->range.start + PAGE_SIZE;
 	f->range.hmm_pfns = f->pfns;
 	f->fidx = 0;
-	xpmem_fault_win_narrow(&f->win, f->range.start, f->range.end);
+	xpmem_win_narrow(&f->win, f->range.start, f->range.end);
 	return true;
 }
 
@@ -369,19 +369,19 @@ static int xpmem_fault_try(struct xpmem_fault *f)
 			     (f->write && !(f->pfns[f->fidx] & HMM_PFN_WRITE))))
 		return -EFAULT;
 	if (f->kind == XPMEM_FAULT_PTE) {
-		err = xpmem_fault_prepare_pt(f->vmf);
+		err = xpmem_map_prepare_pt(f->vmf);
 		if (err)
 			return err;
 	} else if (pmd) {
 		mutex_lock(&att->pt_lock);
 	}
 	if (f->kind != XPMEM_FAULT_MKWRITE) {
-		err = xpmem_att_mapped_prepare(att, f->off, f->hi - f->lo);
+		err = xpmem_zap_mapped_prepare(att, f->off, f->hi - f->lo);
 		if (err)
 			goto unlock_pt;
 	}
 	mutex_lock(&att->lock);
-	if (!xpmem_fault_win_stale(&f->win)) {
+	if (!xpmem_win_stale(&f->win)) {
 		xpmem_fault_trim(f);
 		return 0;
 	}
@@ -408,7 +408,7 @@ static vm_fault_t xpmem_fault_lock_stable(struct xpmem_fault *f)
 	int err;
 
 	for (;;) {
-		if (xpmem_fault_win_settle(&f->win))
+		if (xpmem_fault_settle(&f->win))
 			return VM_FAULT_SIGBUS;		/* killed */
 		err = xpmem_fault_try(f);
 		if (err == -EFAULT && f->kind == XPMEM_FAULT_PMD)
@@ -456,7 +456,7 @@ static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
 	 * arithmetic did (narrowing, keep bounds), no PTE, upgrade or PMD
 	 * below names another page than the owner's there.
 	 */
-	if (!xpmem_fault_verify(att->seg->mm, xpmem_fault_oaddr(f, f->lo),
+	if (!xpmem_map_verify(att->seg->mm, xpmem_fault_oaddr(f, f->lo),
 				pfns, npages, f->fidx)) {
 		if (f->kind == XPMEM_FAULT_PMD)
 			return VM_FAULT_FALLBACK;
@@ -464,17 +464,17 @@ static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
 		return VM_FAULT_NOPAGE;
 	}
 	if (f->kind == XPMEM_FAULT_MKWRITE)
-		return xpmem_fault_mkwrite(f->vmf, f->lo, pfns, npages,
+		return xpmem_map_mkwrite(f->vmf, f->lo, pfns, npages,
 					   f->fidx, zap);
-	if (!xpmem_att_mapped_set(att, f->off, f->hi - f->lo))
+	if (!xpmem_zap_mapped_set(att, f->off, f->hi - f->lo))
 		return VM_FAULT_SIGBUS;
 	if (f->kind == XPMEM_FAULT_PMD)
-		return xpmem_fault_insert_pmd(f->vmf, pfns, f->fidx, f->write);
-	ret = xpmem_fault_insert(f->vmf, f->lo, pfns, npages, f->fidx,
+		return xpmem_map_insert_pmd(f->vmf, pfns, f->fidx, f->write);
+	ret = xpmem_map_insert(f->vmf, f->lo, pfns, npages, f->fidx,
 				 f->write);
 	if (f->write && !(ret & VM_FAULT_ERROR) &&
 	    (pfns[f->fidx] & HMM_PFN_WRITE))
-		xpmem_wok_remember(att, f->oaddr, xpmem_hmm_pfn(pfns[f->fidx]));
+		xpmem_win_writable_remember(att, f->oaddr, xpmem_map_hmm_pfn(pfns[f->fidx]));
 	return ret;
 }
 
@@ -507,11 +507,11 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 		return ret;
 	ret = xpmem_fault_lock_stable(&f);
 	if (ret) {
-		xpmem_fault_win_end(&f.win, false);
+		xpmem_win_end(&f.win, false);
 		return ret;
 	}
 	ret = xpmem_fault_commit(&f, &zap);
-	xpmem_fault_win_end(&f.win, true);
+	xpmem_win_end(&f.win, true);
 	mutex_unlock(&f.att->lock);
 	if (kind == XPMEM_FAULT_PMD)
 		mutex_unlock(&f.att->pt_lock);
@@ -533,7 +533,7 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	 * second resolution is a PTE fault, which never zaps: one zap per
 	 * ->pfn_mkwrite.
 	 */
-	xpmem_att_zap(f.att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+	xpmem_zap_att(f.att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 	return xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PTE, pfns, maxpages);
 }
 
@@ -566,7 +566,7 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
  * VM_FAULT_RETRY with the attacher's lock dropped too, or the owner
  * fault's error with the attacher's lock held again.
  */
-static bool xpmem_fault_userfault(struct vm_fault *vmf,
+static bool xpmem_userfault_handle(struct vm_fault *vmf,
 				  struct mm_struct *owner, bool mkwrite,
 				  vm_fault_t *ret)
 {
@@ -580,10 +580,10 @@ static bool xpmem_fault_userfault(struct vm_fault *vmf,
 	vm_fault_t oret;
 
 	if (*ret != VM_FAULT_SIGBUS || READ_ONCE(att->dead) ||
-	    fatal_signal_pending(current) || !xpmem_fault_mirror(vmf, &oaddr))
+	    fatal_signal_pending(current) || !xpmem_mirror_find(vmf, &oaddr))
 		return false;
 	ovma = vma_lookup(owner, oaddr);
-	if (!ovma || !userfaultfd_armed(ovma) || !xpmem_vma_mirrorable(ovma) ||
+	if (!ovma || !userfaultfd_armed(ovma) || !xpmem_mirror_vma_ok(ovma) ||
 	    !(ovma->vm_flags & VM_READ) ||
 	    (write && !(ovma->vm_flags & VM_WRITE)))
 		return false;
@@ -594,7 +594,7 @@ static bool xpmem_fault_userfault(struct vm_fault *vmf,
 		return false;
 	}
 	if (mkwrite) {
-		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		xpmem_zap_att(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 		*ret = VM_FAULT_NOPAGE;
 		return false;
 	}
@@ -639,7 +639,7 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 	if ((unsigned long)mm < (unsigned long)owner) {
 		/* in order: wait while holding the attacher's lock */
 		atomic_long_inc(&xpmem_stats.fault_owner_waits);
-		if (xpmem_mmap_read_lock_second(mm, owner))
+		if (xpmem_fault_lock_second_mm(mm, owner))
 			return VM_FAULT_SIGBUS;		/* killed */
 		return 0;
 	}
@@ -650,7 +650,7 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 		 * again only after another fault mapped the page read-only,
 		 * which needed the owner's lock and so found it free.
 		 */
-		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		xpmem_zap_att(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 		return VM_FAULT_NOPAGE;
 	}
 	if (vmf->flags & FAULT_FLAG_ALLOW_RETRY) {
@@ -696,7 +696,7 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 	mmap_read_unlock(mm);
 	if (mmap_read_lock_killable(owner))
 		goto put_file;
-	if (xpmem_mmap_read_lock_second(owner, mm))
+	if (xpmem_fault_lock_second_mm(owner, mm))
 		goto unlock_owner;
 	/* the file pins the attachment; the VMA may be another one now */
 	vma = vma_lookup(mm, address);
@@ -705,7 +705,7 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 
 		ret = xpmem_fault_resolve(&rvmf, owner, XPMEM_FAULT_PTE, pfns,
 					  maxpages);
-		if (xpmem_fault_userfault(&rvmf, owner, false, &ret))
+		if (xpmem_userfault_handle(&rvmf, owner, false, &ret))
 			goto put_file;
 	} else {
 		mmap_read_unlock(mm);
@@ -723,21 +723,21 @@ put_file:
  * The fault and the mkwrite handlers.  @mkwrite: the PTE exists read-only
  * and the attacher writes; make the owner's page writable and the PTE
  * with it if it still maps that page, and the window's other read-only
- * PTEs of pages the owner maps writable (xpmem_fault_mkwrite()).
+ * PTEs of pages the owner maps writable (xpmem_map_mkwrite()).
  *
  * Called by the core with the attacher's mmap_lock held for reading (never
  * under the per-VMA lock: no ->map_pages), and never with an i_mmap_rwsem
  * or a folio lock held.  May wait for: the owner's mmap_lock (killably,
  * and out of address order never while holding the attacher's: see
  * xpmem_fault_lock_owner()), the owner's invalidations in flight over the
- * window (killably, xpmem_fault_win_settle()), att->pt_lock and att->lock
+ * window (killably, xpmem_fault_settle()), att->pt_lock and att->lock
  * (held by others only briefly, never across a wait), the owner's own
  * page faults inside hmm_range_fault() (a write, ->fault or mkwrite, also
  * write-faults the owner's pages after it in the window: hmm faults to
  * the end of its walk), the owner folios' ->dirty_folio under att->lock
  * (without direct reclaim: xpmem_head_mark_dirty()), and the zap worker
  * (mkwrite, one page); the owner's userfaultfd handler, with no
- * mmap_lock held, killably (xpmem_fault_userfault()); a revoked
+ * mmap_lock held, killably (xpmem_userfault_handle()); a revoked
  * attachment only what xpmem_zero_fault() says.  A window with a page
  * the owner cannot fault (past its file's end, a guard page) is resolved
  * once more as the faulting page alone: the same waits again for one
@@ -747,11 +747,11 @@ put_file:
  * same waits again, once.  The first fault of a mirror inserted while
  * the owner was invalidating waits, killably, until the owner's
  * invalidations in flight at the insertion have ended
- * (xpmem_fault_win_settle()).  So
+ * (xpmem_fault_settle()).  So
  * nothing the owner does keeps it in an uninterruptible sleep for longer
  * than one of those bounded steps.
  * It maps only owner VMAs that are not attachments
- * (xpmem_vma_mirrorable()), so it never builds a mirror of a mirror; the
+ * (xpmem_mirror_vma_ok()), so it never builds a mirror of a mirror; the
  * mkwrite's upgrade of its window maps nothing new, it only makes
  * writable PTEs this attachment's faults placed, each still naming the
  * owner's page at its offset; a narrowed window maps a part of the same
@@ -780,8 +780,8 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	if (READ_ONCE(att->dead))	/* revoked: SIGBUS, or zeros */
 		return xpmem_zero_fault(vmf, mkwrite);
 	/* (a page outside the mirrors is SIGBUS in xpmem_fault_resolve()) */
-	if (mkwrite && xpmem_fault_mirror(vmf, &oaddr) &&
-	    xpmem_fault_mkwrite_fast(vmf, att, oaddr))
+	if (mkwrite && xpmem_mirror_find(vmf, &oaddr) &&
+	    xpmem_map_mkwrite_fast(vmf, att, oaddr))
 		return VM_FAULT_NOPAGE;
 
 	maxpages = xpmem_fault_window_pages();
@@ -802,7 +802,7 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 
 	if (owner == vma->vm_mm) {
 		ret = xpmem_fault_resolve(vmf, owner, kind, pfns, maxpages);
-		xpmem_fault_userfault(vmf, owner, mkwrite, &ret);
+		xpmem_userfault_handle(vmf, owner, mkwrite, &ret);
 	} else {
 		ret = xpmem_fault_lock_owner(vmf, owner, mkwrite, &reverse);
 		if (reverse) {
@@ -810,7 +810,7 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 		} else if (!ret) {
 			ret = xpmem_fault_resolve(vmf, owner, kind, pfns,
 						  maxpages);
-			if (!xpmem_fault_userfault(vmf, owner, mkwrite, &ret))
+			if (!xpmem_userfault_handle(vmf, owner, mkwrite, &ret))
 				mmap_read_unlock(owner);
 		}
 	}
@@ -823,12 +823,12 @@ free_pfns:
 	return ret;
 }
 
-static vm_fault_t xpmem_att_fault(struct vm_fault *vmf)
+static vm_fault_t xpmem_fault_vma_fault(struct vm_fault *vmf)
 {
 	return xpmem_fault_common(vmf, false);
 }
 
-static vm_fault_t xpmem_att_mkwrite(struct vm_fault *vmf)
+static vm_fault_t xpmem_fault_vma_mkwrite(struct vm_fault *vmf)
 {
 	return xpmem_fault_common(vmf, true);
 }
@@ -848,7 +848,7 @@ bool xpmem_fault_huge_enabled(void)
  * including an owner mmap_lock that would have to be waited for out of
  * order (->fault knows how to).
  */
-static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
+static vm_fault_t xpmem_fault_vma_huge_fault(struct vm_fault *vmf,
 				       unsigned int order)
 {
 	struct vm_area_struct *vma = vmf->vma;
@@ -873,7 +873,7 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 	}
 	if (vma->vm_mm != att->mm || READ_ONCE(att->dead) ||
 	    haddr < vma->vm_start || vma->vm_end - haddr < PMD_SIZE ||
-	    !xpmem_fault_mirror(vmf, &oaddr) ||
+	    !xpmem_mirror_find(vmf, &oaddr) ||
 	    !IS_ALIGNED(oaddr - (vmf->address - haddr), PMD_SIZE))
 		return VM_FAULT_FALLBACK;
 	pfns = kmalloc_array(PTRS_PER_PMD, sizeof(*pfns),
@@ -887,7 +887,7 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 					  PTRS_PER_PMD);
 	} else if (mmap_read_trylock(owner) ||
 		   ((unsigned long)vma->vm_mm < (unsigned long)owner &&
-		    !xpmem_mmap_read_lock_second(vma->vm_mm, owner))) {
+		    !xpmem_fault_lock_second_mm(vma->vm_mm, owner))) {
 		ret = xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PMD, pfns,
 					  PTRS_PER_PMD);
 		mmap_read_unlock(owner);
@@ -902,7 +902,7 @@ free_pfns:
 }
 
 /**
- * xpmem_att_get_unmapped_area - an attach address for the kernel to choose
+ * xpmem_fault_get_unmapped_area - an attach address for the kernel to choose
  * @file: the attachment's file
  * @addr: the caller's hint or MAP_FIXED address
  * @len: the attachment's size
@@ -913,7 +913,7 @@ free_pfns:
  * pages) when the attachment spans at least that, so that owner PMDs can
  * be attacher PMDs.
  */
-unsigned long xpmem_att_get_unmapped_area(struct file *file,
+unsigned long xpmem_fault_get_unmapped_area(struct file *file,
 					  unsigned long addr,
 					  unsigned long len,
 					  unsigned long pgoff,
@@ -940,14 +940,14 @@ bool xpmem_fault_huge_enabled(void)
 #endif
 
 /* VMA count of an attachment: +1 on split or mremap copy, -1 on removal. */
-static void xpmem_att_vma_open(struct vm_area_struct *vma)
+static void xpmem_fault_vma_open(struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = vma->vm_private_data;
 
 	atomic_inc(&att->nr_vmas);
 }
 
-static void xpmem_att_vma_close(struct vm_area_struct *vma)
+static void xpmem_fault_vma_close(struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = vma->vm_private_data;
 
@@ -955,11 +955,11 @@ static void xpmem_att_vma_close(struct vm_area_struct *vma)
 }
 
 /* The whole of @vma, were it placed where it is: does it mirror itself? */
-static bool xpmem_vma_maps_itself(struct vm_area_struct *vma)
+static bool xpmem_fault_vma_maps_itself(struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = vma->vm_private_data;
 
-	return xpmem_att_maps_itself(att->seg, vma->vm_mm,
+	return xpmem_mirror_maps_itself(att->seg, vma->vm_mm,
 				     vma->vm_start, vma->vm_pgoff << PAGE_SHIFT,
 				     vma->vm_end - vma->vm_start);
 }
@@ -972,9 +972,9 @@ static bool xpmem_vma_maps_itself(struct vm_area_struct *vma)
  * tables back over the old range: that invalidation finds no mapped
  * offsets there for any attachment of this one's VMA, so nobody waits.
  */
-static int xpmem_att_vma_mremap(struct vm_area_struct *vma)
+static int xpmem_fault_vma_mremap(struct vm_area_struct *vma)
 {
-	return xpmem_vma_maps_itself(vma) ? -EINVAL : 0;
+	return xpmem_fault_vma_maps_itself(vma) ? -EINVAL : 0;
 }
 
 /*
@@ -984,20 +984,20 @@ static int xpmem_att_vma_mremap(struct vm_area_struct *vma)
  * that exists anyway keeps the core from invalidating the attachment under
  * its own i_mmap_rwsem should a placement check ever be missed.
  */
-static int xpmem_att_vma_may_split(struct vm_area_struct *vma,
+static int xpmem_fault_vma_may_split(struct vm_area_struct *vma,
 				   unsigned long addr)
 {
-	return WARN_ON_ONCE(xpmem_vma_maps_itself(vma)) ? -EINVAL : 0;
+	return WARN_ON_ONCE(xpmem_fault_vma_maps_itself(vma)) ? -EINVAL : 0;
 }
 
-const struct vm_operations_struct xpmem_vm_ops = {
-	.open = xpmem_att_vma_open,
-	.close = xpmem_att_vma_close,
-	.mremap = xpmem_att_vma_mremap,
-	.XPMEM_VM_OPS_MAY_SPLIT = xpmem_att_vma_may_split,
-	.fault = xpmem_att_fault,
+const struct vm_operations_struct xpmem_fault_vm_ops = {
+	.open = xpmem_fault_vma_open,
+	.close = xpmem_fault_vma_close,
+	.mremap = xpmem_fault_vma_mremap,
+	.XPMEM_VM_OPS_MAY_SPLIT = xpmem_fault_vma_may_split,
+	.fault = xpmem_fault_vma_fault,
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
-	.huge_fault = xpmem_att_huge_fault,
+	.huge_fault = xpmem_fault_vma_huge_fault,
 #endif
-	.pfn_mkwrite = xpmem_att_mkwrite,
+	.pfn_mkwrite = xpmem_fault_vma_mkwrite,
 };

@@ -41,7 +41,7 @@
  *         returns only after that invalidation has ended, and with it the
  *         zap, so the attachment outlives every zap that names it.  The
  *         zap holds its own reference on the attachment's inode.
- * omm_ref: the segment and each attachment of it (struct xpmem_omm_ref).
+ * omm_ref: the segment and each attachment of it (struct xpmem_owner_ref).
  * The id and key tables hold no reference: an object is published only
  * while MAKE's or GET's own reference or its ctx list's keeps it, and
  * unpublished before that one is dropped.  Lookups run under RCU and take
@@ -160,7 +160,7 @@ struct io_uring_cmd;
 struct iov_iter;
 struct ipc_namespace;
 struct pid;
-struct xpmem_omm;
+struct xpmem_owner_notifier;
 struct vm_fault;
 struct vm_area_struct;
 
@@ -169,8 +169,8 @@ struct vm_area_struct;
  * fault" until an invalidation touches them (xpmem_mirror.c); a small table
  * indexed by a hash of the owner address.
  */
-#define XPMEM_WOK_BITS		4
-#define XPMEM_WOK_SLOTS		BIT(XPMEM_WOK_BITS)
+#define XPMEM_WRITABLE_BITS		4
+#define XPMEM_WRITABLE_SLOTS		BIT(XPMEM_WRITABLE_BITS)
 
 /*
  * Pages per bitmap of xpmem_att.mapped: a page table's worth with 4 KiB
@@ -281,7 +281,7 @@ struct xpmem_seg {
 	 * registered by the first ATTACH, held by the segment and by each
 	 * of its attachments until their notifiers are removed.
 	 */
-	struct xpmem_omm_ref *omm;
+	struct xpmem_owner_ref *omm;
 	unsigned int nr_ranges;		/* >= 1; adjacent buffers merged */
 	struct xpmem_seg_range ranges[];
 };
@@ -294,7 +294,7 @@ struct xpmem_seg {
  * are removed, which may be long after the segment is freed.  The last
  * reference puts the notifier (xpmem_seg.c).
  */
-struct xpmem_omm_ref {
+struct xpmem_owner_ref {
 	struct mmu_notifier *mn;
 	refcount_t ref;
 };
@@ -375,10 +375,10 @@ struct xpmem_att {
 	/* under lock: windows of faults in progress (xpmem_mirror.c) */
 	struct list_head faults;
 	/* under lock: owner pages a write fault found writable */
-	struct xpmem_wok {
+	struct xpmem_writable_page {
 		unsigned long oaddr;	/* owner address; 0: empty */
 		unsigned long pfn;
-	} wok[XPMEM_WOK_SLOTS];
+	} wok[XPMEM_WRITABLE_SLOTS];
 	/*
 	 * Segment offsets that may have a PTE or PMD: a bitmap per block of
 	 * XPMEM_MAPPED_BLOCK pages, set under att->lock before insertion,
@@ -387,8 +387,8 @@ struct xpmem_att {
 	 * zap and waits for nothing.
 	 */
 	struct xarray mapped;
-	struct xpmem_omm *omm;		/* the owner's invalidations */
-	struct xpmem_omm_ref *omm_ref;	/* referenced: keeps @omm */
+	struct xpmem_owner_notifier *omm;		/* the owner's invalidations */
+	struct xpmem_owner_ref *omm_ref;	/* referenced: keeps @omm */
 	/* release: the notifiers are removed, and @att freed, in a worker */
 	struct work_struct free_work;
 	/* waits for the invalidations in flight at insertion (mirror.c) */
@@ -443,8 +443,8 @@ extern unsigned int xpmem_max_attachments;
 extern unsigned int xpmem_max_revoked_pages;
 int xpmem_ctx_init(void);
 void xpmem_ctx_exit(void);
-bool xpmem_user_charge(atomic_t *count, unsigned int limit);
-bool xpmem_charge(atomic_t *count, unsigned int limit);	/* ATTACH's */
+bool xpmem_ctx_charge(atomic_t *count, unsigned int limit);
+bool xpmem_ctx_charge_att(atomic_t *count, unsigned int limit);	/* ATTACH's */
 struct xpmem_user *xpmem_user_hold(struct xpmem_ctx *ctx);
 void xpmem_user_put(struct xpmem_user *user);
 struct xpmem_ctx *xpmem_ctx_alloc(void);
@@ -475,14 +475,14 @@ static inline unsigned long xpmem_range_oaddr(const struct xpmem_seg_range *r,
 	return r->oaddr + (off - r->off);
 }
 
-int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
+int xpmem_seg_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
 struct xpmem_seg *xpmem_seg_lookup(xpmem_segid_t segid);
 struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len);
 bool xpmem_seg_visible(const struct xpmem_seg *seg);
-bool xpmem_host_ids_enabled(void);
+bool xpmem_seg_host_ids_enabled(void);
 void xpmem_seg_get(struct xpmem_seg *seg);
 void xpmem_seg_put(struct xpmem_seg *seg);
-void xpmem_omm_ref_put(struct xpmem_omm_ref *r);
+void xpmem_seg_owner_ref_put(struct xpmem_owner_ref *r);
 bool xpmem_seg_owner_alive(struct xpmem_seg *seg);
 struct xpmem_seg *xpmem_seg_unlink(struct xpmem_ctx *ctx,
 				   xpmem_segid_t segid);
@@ -492,9 +492,9 @@ void xpmem_seg_withdraw(struct xpmem_seg *seg);
 /* xpmem_permit.c: access permits */
 int xpmem_permit_init(void);
 void xpmem_permit_exit(void);
-int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
+int xpmem_permit_create(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 	      const struct xpmem_seg_opts *opts, xpmem_apid_t *apid);
-int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd);
+int xpmem_permit_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd);
 struct xpmem_permit *xpmem_permit_lookup(xpmem_apid_t apid);
 void xpmem_permit_get(struct xpmem_permit *permit);
 void xpmem_permit_put(struct xpmem_permit *permit);
@@ -521,22 +521,22 @@ struct xpmem_zap {		/* one part of one attachment to zap */
 
 int xpmem_zap_init(void);
 void xpmem_zap_exit(void);
-bool xpmem_in_zap_worker(void);
+bool xpmem_zap_in_worker(void);
 void xpmem_zap_run(struct list_head *zaps);
 struct xpmem_zap *xpmem_zap_list(struct xpmem_att *att, unsigned long offset,
 				 unsigned long len, gfp_t gfp);
-void xpmem_zaps_done(struct list_head *zaps);
-void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
+void xpmem_zap_list_done(struct list_head *zaps);
+void xpmem_zap_att(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len);
-void xpmem_att_mapped_init(struct xpmem_att *att);
-void xpmem_att_mapped_destroy(struct xpmem_att *att);
-int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
+void xpmem_zap_mapped_init(struct xpmem_att *att);
+void xpmem_zap_mapped_destroy(struct xpmem_att *att);
+int xpmem_zap_mapped_prepare(struct xpmem_att *att, unsigned long off,
 			     unsigned long len);
-bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
+bool xpmem_zap_mapped_set(struct xpmem_att *att, unsigned long off,
 			  unsigned long len);
-bool xpmem_att_mapped_test(struct xpmem_att *att, unsigned long off,
+bool xpmem_zap_mapped_test(struct xpmem_att *att, unsigned long off,
 			   unsigned long len);
-void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
+void xpmem_zap_mapped_forget(struct xpmem_att *att, unsigned long off,
 			     unsigned long len);
 
 /*
@@ -545,13 +545,13 @@ void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
  */
 int xpmem_mirror_init(void);
 void xpmem_mirror_exit(void);
-extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
+extern const struct mmu_interval_notifier_ops xpmem_mirror_ops;
 void xpmem_mirror_defer(struct work_struct *work);
-int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
-void xpmem_att_omm_put(struct xpmem_att *att);
-void xpmem_att_settle_init(struct xpmem_att *att);
-void xpmem_att_settle(struct xpmem_att *att);
-bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
+int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm);
+void xpmem_mirror_owner_put(struct xpmem_att *att);
+void xpmem_mirror_settle_init(struct xpmem_att *att);
+void xpmem_mirror_settle(struct xpmem_att *att);
+bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 			   unsigned long addr, unsigned long off,
 			   unsigned long len);
 
@@ -568,10 +568,10 @@ bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
  * only cuts them out of what the attempt maps: one fault among the many
  * invalidations of a busy owner restarts only for those of its own page.
  */
-struct xpmem_fault_win {
+struct xpmem_win {
 	struct list_head node;
 	struct xpmem_mirror *m;
-	/* owner addresses; changed under att->lock (xpmem_fault_win_narrow()) */
+	/* owner addresses; changed under att->lock (xpmem_win_narrow()) */
 	unsigned long start;
 	unsigned long end;
 	/* an invalidation of [need_start, need_end) starts the fault over */
@@ -588,38 +588,38 @@ struct xpmem_fault_win {
 	struct mmu_interval_notifier changes;
 };
 
-void xpmem_fault_win_begin(struct xpmem_fault_win *win,
+void xpmem_win_begin(struct xpmem_win *win,
 			   struct xpmem_mirror *m, struct mm_struct *owner,
 			   unsigned long start, unsigned long end,
 			   unsigned long need_start, unsigned long need_end);
-int xpmem_fault_win_settle(struct xpmem_fault_win *win);
-void xpmem_fault_win_narrow(struct xpmem_fault_win *win, unsigned long start,
+int xpmem_fault_settle(struct xpmem_win *win);
+void xpmem_win_narrow(struct xpmem_win *win, unsigned long start,
 			    unsigned long end);
-bool xpmem_fault_win_stale(struct xpmem_fault_win *win);
-void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked);
-void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
+bool xpmem_win_stale(struct xpmem_win *win);
+void xpmem_win_end(struct xpmem_win *win, bool locked);
+void xpmem_win_writable_remember(struct xpmem_att *att, unsigned long oaddr,
 			unsigned long pfn);
-bool xpmem_wok_take(struct xpmem_att *att, unsigned long oaddr,
+bool xpmem_win_writable_take(struct xpmem_att *att, unsigned long oaddr,
 		    unsigned long pfn);
 
 /* xpmem_map.c: a resolved window into the attacher's page tables */
 int xpmem_map_init(void);
 void xpmem_map_exit(void);
-unsigned long xpmem_hmm_pfn(unsigned long hmm_pfn);
-pmd_t *xpmem_find_pmd(struct mm_struct *mm, unsigned long addr);
-int xpmem_fault_prepare_pt(struct vm_fault *vmf);
-bool xpmem_fault_verify(struct mm_struct *owner, unsigned long oaddr,
+unsigned long xpmem_map_hmm_pfn(unsigned long hmm_pfn);
+pmd_t *xpmem_map_find_pmd(struct mm_struct *mm, unsigned long addr);
+int xpmem_map_prepare_pt(struct vm_fault *vmf);
+bool xpmem_map_verify(struct mm_struct *owner, unsigned long oaddr,
 			unsigned long *pfns, unsigned long npages,
 			unsigned long fidx);
-bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf, struct xpmem_att *att,
+bool xpmem_map_mkwrite_fast(struct vm_fault *vmf, struct xpmem_att *att,
 			      unsigned long oaddr);
-vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
+vm_fault_t xpmem_map_insert(struct vm_fault *vmf, unsigned long start,
 			      const unsigned long *pfns, unsigned long npages,
 			      unsigned long fidx, bool write);
-vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long start,
+vm_fault_t xpmem_map_mkwrite(struct vm_fault *vmf, unsigned long start,
 			       unsigned long *pfns, unsigned long npages,
 			       unsigned long fidx, bool *zap);
-vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
+vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
 				  const unsigned long *pfns, unsigned long fidx,
 				  bool write);
 
@@ -631,35 +631,35 @@ void xpmem_zero_att_destroy(struct xpmem_att *att);
 vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite);
 
 /* xpmem_fault.c: attacher page faults and the attachment VMAs' operations */
-extern const struct vm_operations_struct xpmem_vm_ops;
-bool xpmem_vma_is_att(struct vm_area_struct *vma);
-bool xpmem_vma_mirrorable(struct vm_area_struct *vma);
+extern const struct vm_operations_struct xpmem_fault_vm_ops;
+bool xpmem_fault_vma_is_att(struct vm_area_struct *vma);
+bool xpmem_mirror_vma_ok(struct vm_area_struct *vma);
 bool xpmem_fault_huge_enabled(void);
 unsigned long xpmem_fault_window_pages(void);
-unsigned long xpmem_att_get_unmapped_area(struct file *file,
+unsigned long xpmem_fault_get_unmapped_area(struct file *file,
 					  unsigned long addr,
 					  unsigned long len,
 					  unsigned long pgoff,
 					  unsigned long flags);	/* if huge */
 
 /* xpmem_populate.c: faulting attachments in ahead of their first access */
-void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
+void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
 			unsigned long a, unsigned long end, bool write);
-int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
+int xpmem_populate_range(unsigned long vaddr, unsigned long len,
 			     bool write);
 
 /* xpmem_attach.c: attachments, their files and their VMAs */
-int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
+int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 		 u64 size, unsigned long *vaddr, unsigned int flags,
 		 struct file **filep);
-int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
+int xpmem_attach_cmd(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
 		     struct file **filep);
 
 /* xpmem_detach.c: DETACH; the end of permits and segments */
-int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
+int xpmem_detach_cmd(struct xpmem_ctx *ctx, unsigned long vaddr);
 void xpmem_detach_undo(struct file *file);
-void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);
-void xpmem_seg_end(struct xpmem_seg *seg);
+void xpmem_detach_permit_end(struct xpmem_permit *permit, bool unmap);
+void xpmem_detach_seg_end(struct xpmem_seg *seg);
 
 /* xpmem_copy.c: copies through a permit */
 ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,

@@ -21,7 +21,7 @@
  * The attacher address where the segment range at @a ends (attachment
  * mapped at @base), and *@oaddr the owner address of @a.
  */
-static unsigned long xpmem_att_range_end(struct xpmem_att *att,
+static unsigned long xpmem_populate_range_end(struct xpmem_att *att,
 					 unsigned long base, unsigned long a,
 					 unsigned long *oaddr)
 {
@@ -42,14 +42,14 @@ static unsigned long xpmem_att_range_end(struct xpmem_att *att,
  * comes first; @end if nothing follows before it.  Called with no
  * mmap_lock held.
  */
-static unsigned long xpmem_att_skip_hole(struct xpmem_att *att,
+static unsigned long xpmem_populate_skip_hole(struct xpmem_att *att,
 					 unsigned long base, unsigned long a,
 					 unsigned long end)
 {
 	struct mm_struct *owner = att->seg->mm;
 	unsigned long oaddr;
 	/* distances from @a */
-	unsigned long d = min(end, xpmem_att_range_end(att, base, a, &oaddr)) -
+	unsigned long d = min(end, xpmem_populate_range_end(att, base, a, &oaddr)) -
 			  a;
 	struct vm_area_struct *vma;
 
@@ -74,7 +74,7 @@ static unsigned long xpmem_att_skip_hole(struct xpmem_att *att,
  * there, so populating goes on from there rather than from the next
  * window.
  */
-static unsigned long xpmem_att_owner_vma_end(struct xpmem_att *att,
+static unsigned long xpmem_populate_owner_vma_end(struct xpmem_att *att,
 					     unsigned long a,
 					     unsigned long oaddr,
 					     unsigned long next)
@@ -97,7 +97,7 @@ static unsigned long xpmem_att_owner_vma_end(struct xpmem_att *att,
 }
 
 /**
- * xpmem_att_populate - fault in part of one attachment VMA
+ * xpmem_populate_att - fault in part of one attachment VMA
  * @att: the attachment
  * @base: where its segment offset att->offset is (or would be) mapped
  * @a: first attacher address, page aligned
@@ -112,7 +112,7 @@ static unsigned long xpmem_att_owner_vma_end(struct xpmem_att *att,
  * than a hole, or if the attachment is unmapped meanwhile.  The caller
  * holds a reference to the attachment's file, so @att stays.
  */
-void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
+void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
 			unsigned long a, unsigned long end, bool write)
 {
 	unsigned long step = xpmem_fault_window_pages() << PAGE_SHIFT;
@@ -131,17 +131,17 @@ void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
 			break;			/* unmapped meanwhile */
 		/* a window ends where its segment range does */
 		next = min3(ALIGN_DOWN(a, step) + step, end,
-			    xpmem_att_range_end(att, base, a, &oaddr));
+			    xpmem_populate_range_end(att, base, a, &oaddr));
 		unlocked = false;
 		ret = fixup_user_fault(mm, a, flags, &unlocked);
 		if (ret && ret != -EFAULT)
 			break;
 		if (!ret)	/* the window stopped at the owner VMA's end? */
-			next = xpmem_att_owner_vma_end(att, a, oaddr, next);
+			next = xpmem_populate_owner_vma_end(att, a, oaddr, next);
 		if (ret || need_resched()) {
 			mmap_read_unlock(mm);
 			if (ret)	/* nothing to map here */
-				next = xpmem_att_skip_hole(att, base, a, end);
+				next = xpmem_populate_skip_hole(att, base, a, end);
 			cond_resched();
 			if (mmap_read_lock_killable(mm))
 				return;
@@ -152,7 +152,7 @@ void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
 }
 
 /**
- * xpmem_att_populate_range - EXT_POPULATE: fault in part of attachments
+ * xpmem_populate_range - EXT_POPULATE: fault in part of attachments
  * @vaddr: start, page aligned, in the caller's address space
  * @len: bytes
  * @write: as a write would (POPULATE_WRITE), else as a read
@@ -165,7 +165,7 @@ void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
  * an attachment, -EACCES for @write over a read-only one, -EINTR on a
  * fatal signal.
  */
-int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
+int xpmem_populate_range(unsigned long vaddr, unsigned long len,
 			     bool write)
 {
 	struct mm_struct *mm = current->mm;
@@ -182,7 +182,7 @@ int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
 		if (mmap_read_lock_killable(mm))
 			return -EINTR;
 		vma = vma_lookup(mm, a);
-		if (!vma || !xpmem_vma_is_att(vma)) {
+		if (!vma || !xpmem_fault_vma_is_att(vma)) {
 			mmap_read_unlock(mm);
 			return -EFAULT;
 		}
@@ -197,7 +197,7 @@ int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
 					att->offset);
 		stop = min(vma->vm_end, end);
 		mmap_read_unlock(mm);
-		xpmem_att_populate(att, base, a, stop, write);
+		xpmem_populate_att(att, base, a, stop, write);
 		fput(file);
 		if (fatal_signal_pending(current))
 			return -EINTR;
