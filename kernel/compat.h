@@ -195,7 +195,7 @@ static inline struct vm_fault xpmem_vmf_again(const struct vm_fault *vmf,
  * (5.19; Kbuild: XPMEM_HAVE_VM_FAULT_COMPLETED), a fault done after the
  * lock was dropped.
  */
-static inline bool xpmem_fault_dropped_lock(vm_fault_t ret)
+static inline bool xpmem_mm_fault_dropped_lock(vm_fault_t ret)
 {
 #ifdef XPMEM_HAVE_VM_FAULT_COMPLETED
 	return ret & (VM_FAULT_RETRY | VM_FAULT_COMPLETED);

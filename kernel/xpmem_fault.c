@@ -82,27 +82,6 @@ bool xpmem_fault_vma_is_att(struct vm_area_struct *vma)
 	return vma->vm_ops == &xpmem_fault_vm_ops;
 }
 
-/**
- * xpmem_mirror_vma_ok - may attachments (and copies) reach @vma's pages?
- * @vma: an owner VMA
- *
- * What get_user_pages() would hand out, and never an attachment (which
- * would make the mirror recurse into itself, or nest attachments' locks).
- */
-bool xpmem_mirror_vma_ok(struct vm_area_struct *vma)
-{
-	struct file *file = vma->vm_file;
-
-	if (vma->vm_flags & (VM_IO | VM_PFNMAP | VM_MIXEDMAP | VM_SHADOW_STACK))
-		return false;
-	if (xpmem_fault_vma_is_att(vma))
-		return false;
-	/* memfd_secret(): out of the direct map, never lent to anyone */
-	if (xpmem_file_is_secretmem(file))
-		return false;
-	return true;
-}
-
 /*
  * @mm's mmap_lock for reading while @held's is held: the second of two,
  * which nest only in address order (see the lock order in
@@ -140,26 +119,6 @@ static void xpmem_fault_window(struct vm_fault *vmf, struct xpmem_mirror *m,
 		     m->r.oaddr + m->r.len - oaddr);
 	*lo = addr - below;
 	*hi = addr + above;
-}
-
-/*
- * The mirror of the attacher page @vmf faults on, and its owner address;
- * NULL (SIGBUS) for a page outside the attachment, which VMAs of an
- * attachment never map (VM_DONTEXPAND, and mmap checks vm_pgoff).
- */
-static struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
-					       unsigned long *oaddr)
-{
-	struct xpmem_att *att = vmf->vma->vm_private_data;
-	unsigned long off = vmf->pgoff << PAGE_SHIFT;
-	struct xpmem_mirror *m;
-
-	if (WARN_ON_ONCE(off < att->offset || off - att->offset >= att->size))
-		return NULL;
-	m = &att->mirrors[xpmem_seg_range_index(att->seg, off) -
-			  att->first_range];
-	*oaddr = xpmem_range_oaddr(&m->r, off);
-	return m;
 }
 
 /* What a resolution is for. */
@@ -302,7 +261,7 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
  */
 static void xpmem_fault_trim(struct xpmem_fault *f)
 {
-	unsigned long start = f->win.keep_start, end = f->win.keep_end;
+	unsigned long start = f->win.usable_start, end = f->win.usable_end;
 	unsigned long skip;
 
 	lockdep_assert_held(&f->att->lock);
@@ -408,7 +367,8 @@ static vm_fault_t xpmem_fault_lock_stable(struct xpmem_fault *f)
 	int err;
 
 	for (;;) {
-		if (xpmem_fault_settle(&f->win))
+		xpmem_win_clear(&f->win);
+		if (xpmem_mirror_wait(f->win.m, f->win.start, f->win.end))
 			return VM_FAULT_SIGBUS;		/* killed */
 		err = xpmem_fault_try(f);
 		if (err == -EFAULT && f->kind == XPMEM_FAULT_PMD)
@@ -474,7 +434,8 @@ static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
 				 f->write);
 	if (f->write && !(ret & VM_FAULT_ERROR) &&
 	    (pfns[f->fidx] & HMM_PFN_WRITE))
-		xpmem_win_writable_remember(att, f->oaddr, xpmem_map_hmm_pfn(pfns[f->fidx]));
+		xpmem_win_writable_remember(att, f->oaddr,
+					    xpmem_map_hmm_pfn(pfns[f->fidx]));
 	return ret;
 }
 
@@ -535,85 +496,6 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	 */
 	xpmem_zap_att(f.att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 	return xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PTE, pfns, maxpages);
-}
-
-/*
- * The fault failed (*@ret is VM_FAULT_SIGBUS) on an owner page in a VMA
- * registered with userfaultfd.  A missing, write-protected or minor page
- * there waits for the owner's handler, which hmm_range_fault() cannot do
- * (it faults without FAULT_FLAG_ALLOW_RETRY, and userfaultfd answers such
- * a fault with SIGBUS), so it only looks at such VMAs (look_only) and the
- * owner's page is faulted here, as an owner access would fault it: the
- * attacher's mmap_lock dropped, then one handle_mm_fault() of that page
- * under the owner's lock alone, which drops that too while it waits for
- * the handler, killably (and interruptibly for a fault from user mode).
- * No mmap_lock is held while the handler runs.  The access is then
- * repeated (VM_FAULT_RETRY) and maps what the handler placed.  The
- * attacher VMA and its locks are checked again by the repeated fault.
- * ->pfn_mkwrite cannot drop the lock: it zaps the page and the write
- * comes back as a ->fault, which can (it never comes back here as a
- * mkwrite, so the repeat progresses).  A fault that may not drop its lock
- * (no FAULT_FLAG_ALLOW_RETRY) keeps SIGBUS, as userfaultfd gives it.  Not
- * FAULT_FLAG_USER (the attacher's own fault is the user's, and the owner's
- * is a kernel access): a handler made with UFFD_USER_MODE_ONLY fails it,
- * as it fails every kernel access to the owner's memory.
- *
- * Called after xpmem_fault_resolve() with the attacher's mmap_lock and
- * the owner's held (one lock when the owner is the attacher).
- * Return: false with the locks as they were and *@ret as it was (or
- * VM_FAULT_RETRY for FAULT_FLAG_RETRY_NOWAIT, VM_FAULT_NOPAGE for a
- * mkwrite); true with the owner's lock dropped: *@ret is then
- * VM_FAULT_RETRY with the attacher's lock dropped too, or the owner
- * fault's error with the attacher's lock held again.
- */
-static bool xpmem_userfault_handle(struct vm_fault *vmf,
-				  struct mm_struct *owner, bool mkwrite,
-				  vm_fault_t *ret)
-{
-	struct mm_struct *mm = vmf->vma->vm_mm;
-	struct xpmem_att *att = vmf->vma->vm_private_data;
-	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
-	unsigned int flags = FAULT_FLAG_ALLOW_RETRY | FAULT_FLAG_KILLABLE |
-			     FAULT_FLAG_REMOTE;
-	struct vm_area_struct *ovma;
-	unsigned long oaddr;
-	vm_fault_t oret;
-
-	if (*ret != VM_FAULT_SIGBUS || READ_ONCE(att->dead) ||
-	    fatal_signal_pending(current) || !xpmem_mirror_find(vmf, &oaddr))
-		return false;
-	ovma = vma_lookup(owner, oaddr);
-	if (!ovma || !userfaultfd_armed(ovma) || !xpmem_mirror_vma_ok(ovma) ||
-	    !(ovma->vm_flags & VM_READ) ||
-	    (write && !(ovma->vm_flags & VM_WRITE)))
-		return false;
-	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY))
-		return false;
-	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT) {
-		*ret = VM_FAULT_RETRY;
-		return false;
-	}
-	if (mkwrite) {
-		xpmem_zap_att(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
-		*ret = VM_FAULT_NOPAGE;
-		return false;
-	}
-	if (write)
-		flags |= FAULT_FLAG_WRITE;
-	if (vmf->flags & FAULT_FLAG_USER)
-		flags |= vmf->flags & FAULT_FLAG_INTERRUPTIBLE;
-	if (mm != owner)
-		mmap_read_unlock(mm);
-	oret = handle_mm_fault(ovma, oaddr & PAGE_MASK, flags, NULL);
-	if (!xpmem_fault_dropped_lock(oret))
-		mmap_read_unlock(owner);
-	*ret = VM_FAULT_RETRY;
-	if (!(oret & VM_FAULT_ERROR) || (oret & VM_FAULT_RETRY) ||
-	    mmap_read_lock_killable(mm))
-		return true;
-	/* the handler refused (UFFD_FEATURE_SIGBUS, user mode only) */
-	*ret = oret & VM_FAULT_OOM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
-	return true;
 }
 
 /*
@@ -730,7 +612,7 @@ put_file:
  * or a folio lock held.  May wait for: the owner's mmap_lock (killably,
  * and out of address order never while holding the attacher's: see
  * xpmem_fault_lock_owner()), the owner's invalidations in flight over the
- * window (killably, xpmem_fault_settle()), att->pt_lock and att->lock
+ * window (killably, xpmem_mirror_wait()), att->pt_lock and att->lock
  * (held by others only briefly, never across a wait), the owner's own
  * page faults inside hmm_range_fault() (a write, ->fault or mkwrite, also
  * write-faults the owner's pages after it in the window: hmm faults to
@@ -747,7 +629,7 @@ put_file:
  * same waits again, once.  The first fault of a mirror inserted while
  * the owner was invalidating waits, killably, until the owner's
  * invalidations in flight at the insertion have ended
- * (xpmem_fault_settle()).  So
+ * (xpmem_mirror_wait()).  So
  * nothing the owner does keeps it in an uninterruptible sleep for longer
  * than one of those bounded steps.
  * It maps only owner VMAs that are not attachments

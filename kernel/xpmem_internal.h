@@ -41,7 +41,8 @@
  *         returns only after that invalidation has ended, and with it the
  *         zap, so the attachment outlives every zap that names it.  The
  *         zap holds its own reference on the attachment's inode.
- * omm_ref: the segment and each attachment of it (struct xpmem_owner_ref).
+ * owner_ref: the segment and each attachment of it (struct xpmem_owner_ref,
+ *         a hold of the owner's notifier record).
  * The id and key tables hold no reference: an object is published only
  * while MAKE's or GET's own reference or its ctx list's keeps it, and
  * unpublished before that one is dropped.  Lookups run under RCU and take
@@ -101,7 +102,7 @@
  *                                read section is a memcpy with page
  *                                faults off, nothing nests in it but the
  *                                object flags it reads (xpmem_revoke.c)
- *   omm->lock                    the owner's invalidations in flight;
+ *   owner_notifier->lock                    the owner's invalidations in flight;
  *                                leaf spinlock, taken by the invalidate
  *                                callback (before att->lock, or inside
  *                                it when non-blockable), by the owner's
@@ -281,7 +282,7 @@ struct xpmem_seg {
 	 * registered by the first ATTACH, held by the segment and by each
 	 * of its attachments until their notifiers are removed.
 	 */
-	struct xpmem_owner_ref *omm;
+	struct xpmem_owner_ref *owner_ref;
 	unsigned int nr_ranges;		/* >= 1; adjacent buffers merged */
 	struct xpmem_seg_range ranges[];
 };
@@ -378,7 +379,7 @@ struct xpmem_att {
 	struct xpmem_writable_page {
 		unsigned long oaddr;	/* owner address; 0: empty */
 		unsigned long pfn;
-	} wok[XPMEM_WRITABLE_SLOTS];
+	} writable_pages[XPMEM_WRITABLE_SLOTS];
 	/*
 	 * Segment offsets that may have a PTE or PMD: a bitmap per block of
 	 * XPMEM_MAPPED_BLOCK pages, set under att->lock before insertion,
@@ -387,8 +388,9 @@ struct xpmem_att {
 	 * zap and waits for nothing.
 	 */
 	struct xarray mapped;
-	struct xpmem_owner_notifier *omm;		/* the owner's invalidations */
-	struct xpmem_owner_ref *omm_ref;	/* referenced: keeps @omm */
+	/* the owner's notifier record: its invalidations in flight */
+	struct xpmem_owner_notifier *owner_notifier;
+	struct xpmem_owner_ref *owner_ref;	/* keeps @owner_notifier */
 	/* release: the notifiers are removed, and @att freed, in a worker */
 	struct work_struct free_work;
 	/* waits for the invalidations in flight at insertion (mirror.c) */
@@ -540,32 +542,19 @@ void xpmem_zap_mapped_forget(struct xpmem_att *att, unsigned long off,
 			     unsigned long len);
 
 /*
- * xpmem_mirror.c: what attachments mirror (invalidate callback, the
- * owner's invalidations in flight, windows of faults in progress)
- */
-int xpmem_mirror_init(void);
-void xpmem_mirror_exit(void);
-extern const struct mmu_interval_notifier_ops xpmem_mirror_ops;
-void xpmem_mirror_defer(struct work_struct *work);
-int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm);
-void xpmem_mirror_owner_put(struct xpmem_att *att);
-void xpmem_mirror_settle_init(struct xpmem_att *att);
-void xpmem_mirror_settle(struct xpmem_att *att);
-bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
-			   unsigned long addr, unsigned long off,
-			   unsigned long len);
-
-/*
+ * xpmem_win.c: the windows of faults in progress and the owner pages they
+ * found writable, which the invalidate callback marks (all under att->lock)
+ *
  * A fault's owner range [start, end), on att->faults while it resolves.
  * @changes is never inserted in an interval tree: it is the sequence
  * hmm_range_fault() tests between its steps (and takes the owner's mm
  * from).  It is 0 when an attempt starts, and the invalidate callback
- * sets it to 1 when an invalidation overlaps the part of the window the
- * fault needs (its page; all of the window of a PMD or a ->pfn_mkwrite),
- * so every such invalidation stops the walk - also while the owner keeps
- * some invalidation in progress without pause, when the mirror's own
- * sequence no longer moves.  An invalidation of other pages of the window
- * only cuts them out of what the attempt maps: one fault among the many
+ * sets it to 1 when an invalidation overlaps the window's required part
+ * (its page; all of the window of a PMD or a ->pfn_mkwrite), so every
+ * such invalidation stops the walk - also while the owner keeps some
+ * invalidation in progress without pause, when the mirror's own sequence
+ * no longer moves.  An invalidation of other pages of the window only
+ * cuts them out of its usable part: one fault among the many
  * invalidations of a busy owner restarts only for those of its own page.
  */
 struct xpmem_win {
@@ -574,33 +563,56 @@ struct xpmem_win {
 	/* owner addresses; changed under att->lock (xpmem_win_narrow()) */
 	unsigned long start;
 	unsigned long end;
-	/* an invalidation of [need_start, need_end) starts the fault over */
-	unsigned long need_start;
-	unsigned long need_end;
+	/* required part: an invalidation of it starts the fault over */
+	unsigned long required_start;
+	unsigned long required_end;
 	/*
-	 * under att->lock: what the other invalidations of the window since
-	 * the attempt began leave usable, [keep_start, keep_end), page
-	 * aligned: each lies wholly below or above the needed part and moves
-	 * one bound, so the needed part always stays inside
+	 * usable part, under att->lock: what the other invalidations of the
+	 * window since the attempt began leave usable, page aligned: each
+	 * lies wholly below or above the required part and moves one bound,
+	 * so the required part always stays inside
 	 */
-	unsigned long keep_start;
-	unsigned long keep_end;
+	unsigned long usable_start;
+	unsigned long usable_end;
 	struct mmu_interval_notifier changes;
 };
 
-void xpmem_win_begin(struct xpmem_win *win,
-			   struct xpmem_mirror *m, struct mm_struct *owner,
-			   unsigned long start, unsigned long end,
-			   unsigned long need_start, unsigned long need_end);
-int xpmem_fault_settle(struct xpmem_win *win);
+void xpmem_win_begin(struct xpmem_win *win, struct xpmem_mirror *m,
+		     struct mm_struct *owner, unsigned long start,
+		     unsigned long end, unsigned long required_start,
+		     unsigned long required_end);
+void xpmem_win_clear(struct xpmem_win *win);
 void xpmem_win_narrow(struct xpmem_win *win, unsigned long start,
-			    unsigned long end);
+		      unsigned long end);
 bool xpmem_win_stale(struct xpmem_win *win);
 void xpmem_win_end(struct xpmem_win *win, bool locked);
 void xpmem_win_writable_remember(struct xpmem_att *att, unsigned long oaddr,
-			unsigned long pfn);
+				 unsigned long pfn);
 bool xpmem_win_writable_take(struct xpmem_att *att, unsigned long oaddr,
-		    unsigned long pfn);
+			     unsigned long pfn);
+void xpmem_win_mark_stale(struct xpmem_att *att, unsigned long start,
+			  unsigned long end);
+
+/*
+ * xpmem_mirror.c: what attachments mirror (the invalidate callback, the
+ * owner's notifier record of its invalidations in flight)
+ */
+int xpmem_mirror_init(void);
+void xpmem_mirror_exit(void);
+extern const struct mmu_interval_notifier_ops xpmem_mirror_ops;
+void xpmem_mirror_defer(struct work_struct *work);
+bool xpmem_mirror_vma_ok(struct vm_area_struct *vma);
+struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
+				       unsigned long *oaddr);
+int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm);
+void xpmem_mirror_owner_put(struct xpmem_att *att);
+void xpmem_mirror_settle_init(struct xpmem_att *att);
+void xpmem_mirror_settle(struct xpmem_att *att);
+int xpmem_mirror_wait(struct xpmem_mirror *m, unsigned long start,
+		      unsigned long end);
+bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg,
+			      struct mm_struct *mm, unsigned long addr,
+			      unsigned long off, unsigned long len);
 
 /* xpmem_map.c: a resolved window into the attacher's page tables */
 int xpmem_map_init(void);
@@ -629,6 +641,10 @@ void xpmem_zero_exit(void);
 void xpmem_zero_att_init(struct xpmem_att *att);
 void xpmem_zero_att_destroy(struct xpmem_att *att);
 vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite);
+
+/* xpmem_userfault.c: a fault on owner memory under userfaultfd */
+bool xpmem_userfault_handle(struct vm_fault *vmf, struct mm_struct *owner,
+			    bool mkwrite, vm_fault_t *ret);
 
 /* xpmem_fault.c: attacher page faults and the attachment VMAs' operations */
 extern const struct vm_operations_struct xpmem_fault_vm_ops;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * xpmem_mirror.c - what an attachment mirrors of its owner, and how it
- * learns that the owner changed: the invalidate callback, the windows of
- * faults in progress and the owner's invalidations in flight.  The zap
- * worker and the record of what is mapped are xpmem_zap.c.
+ * learns that the owner changed: the invalidate callback and the owner's
+ * invalidations in flight.  The windows of faults in progress are
+ * xpmem_win.c; the zap worker and the record of what is mapped are
+ * xpmem_zap.c.
  *
  * Invariants (docs/design.md, "Mirror, do not pin"):
  * - an attachment may have a PTE or PMD only for segment offsets set in
@@ -34,7 +35,53 @@
 /* Attachment ends that may wait for the owner (xpmem_attach.c). */
 static struct workqueue_struct *xpmem_mirror_free_wq;
 
-/* ---- placement ---------------------------------------------------------- */
+/* ---- What attachments mirror, and where --------------------------------- */
+
+/**
+ * xpmem_mirror_vma_ok - may attachments (and copies) reach @vma's pages?
+ * @vma: an owner VMA
+ *
+ * What get_user_pages() would hand out, and never an attachment (which
+ * would make the mirror recurse into itself, or nest attachments' locks).
+ */
+bool xpmem_mirror_vma_ok(struct vm_area_struct *vma)
+{
+	struct file *file = vma->vm_file;
+
+	if (vma->vm_flags & (VM_IO | VM_PFNMAP | VM_MIXEDMAP | VM_SHADOW_STACK))
+		return false;
+	/* an attachment (xpmem_fault_vma_is_att(), compared here) */
+	if (vma->vm_ops == &xpmem_fault_vm_ops)
+		return false;
+	/* memfd_secret(): out of the direct map, never lent to anyone */
+	if (xpmem_file_is_secretmem(file))
+		return false;
+	return true;
+}
+
+/**
+ * xpmem_mirror_find - the mirror of the attacher page a fault is on
+ * @vmf: the fault, in an attachment VMA
+ * @oaddr: set to the owner address of the page
+ *
+ * Return: the mirror, or NULL (SIGBUS) for a page outside the
+ * attachment, which VMAs of an attachment never map (VM_DONTEXPAND, and
+ * mmap checks vm_pgoff).
+ */
+struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
+				       unsigned long *oaddr)
+{
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	unsigned long off = vmf->pgoff << PAGE_SHIFT;
+	struct xpmem_mirror *m;
+
+	if (WARN_ON_ONCE(off < att->offset || off - att->offset >= att->size))
+		return NULL;
+	m = &att->mirrors[xpmem_seg_range_index(att->seg, off) -
+			  att->first_range];
+	*oaddr = xpmem_range_oaddr(&m->r, off);
+	return m;
+}
 
 /**
  * xpmem_mirror_maps_itself - would a mapping of @seg at @addr mirror itself?
@@ -109,26 +156,26 @@ struct xpmem_owner_inval {
 
 static struct mmu_notifier *xpmem_mirror_owner_alloc(struct mm_struct *mm)
 {
-	struct xpmem_owner_notifier *omm = kzalloc(sizeof(*omm), GFP_KERNEL_ACCOUNT);
+	struct xpmem_owner_notifier *notif = kzalloc(sizeof(*notif), GFP_KERNEL_ACCOUNT);
 
-	if (!omm)
+	if (!notif)
 		return ERR_PTR(-ENOMEM);
-	spin_lock_init(&omm->lock);
-	INIT_LIST_HEAD(&omm->inflight);
-	init_waitqueue_head(&omm->wq);
-	return &omm->mn;
+	spin_lock_init(&notif->lock);
+	INIT_LIST_HEAD(&notif->inflight);
+	init_waitqueue_head(&notif->wq);
+	return &notif->mn;
 }
 
 static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
 {
-	struct xpmem_owner_notifier *omm = container_of(mn, struct xpmem_owner_notifier, mn);
+	struct xpmem_owner_notifier *notif = container_of(mn, struct xpmem_owner_notifier, mn);
 	struct xpmem_owner_inval *f, *tmp;
 
-	list_for_each_entry_safe(f, tmp, &omm->inflight, node) {
+	list_for_each_entry_safe(f, tmp, &notif->inflight, node) {
 		WARN_ON_ONCE(!list_empty(&f->zaps));
 		kfree(f);
 	}
-	kfree(omm);
+	kfree(notif);
 }
 
 /*
@@ -139,7 +186,7 @@ static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
  * Called by the core with whatever the invalidating task holds: the
  * owner's mmap_lock, folio locks, the i_mmap_rwsem of a file whose folios
  * it unmaps or of an attachment whose VMA it splits or moves.  May wait
- * for: omm->lock (a leaf spinlock); the zap worker, which needs only the
+ * for: owner_notifier->lock (a leaf spinlock); the zap worker, which needs only the
  * listed attachments' i_mmap_rwsem and the attachers' page table locks -
  * and a zap is listed only where its attachment may have a PTE, never
  * over an attachment VMA, so never for an i_mmap_rwsem the core holds
@@ -157,21 +204,21 @@ static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
 static int xpmem_mirror_owner_start(struct mmu_notifier *mn,
 				 const struct mmu_notifier_range *range)
 {
-	struct xpmem_owner_notifier *omm = container_of(mn, struct xpmem_owner_notifier, mn);
+	struct xpmem_owner_notifier *notif = container_of(mn, struct xpmem_owner_notifier, mn);
 	struct xpmem_owner_inval *f;
 	LIST_HEAD(zaps);
 
 	/* listed, if at all, by this same task before: no race */
-	if (!READ_ONCE(omm->nr))
+	if (!READ_ONCE(notif->nr))
 		return 0;
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
+	spin_lock(&notif->lock);
+	list_for_each_entry(f, &notif->inflight, node) {
 		if (f->range == range) {
 			list_splice_init(&f->zaps, &zaps);
 			break;
 		}
 	}
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	if (list_empty(&zaps))
 		return 0;
 	if (WARN_ON_ONCE(!mmu_notifier_range_blockable(range)))
@@ -183,28 +230,28 @@ static int xpmem_mirror_owner_start(struct mmu_notifier *mn,
 
 /*
  * The end of any invalidation of the owner's mm.  Called with whatever
- * the invalidating task holds; takes omm->lock only (a leaf) and waits
+ * the invalidating task holds; takes owner_notifier->lock only (a leaf) and waits
  * for nothing: its start has done the listed zaps.
  */
 static void xpmem_mirror_owner_end(struct mmu_notifier *mn,
 				const struct mmu_notifier_range *range)
 {
-	struct xpmem_owner_notifier *omm = container_of(mn, struct xpmem_owner_notifier, mn);
+	struct xpmem_owner_notifier *notif = container_of(mn, struct xpmem_owner_notifier, mn);
 	struct xpmem_owner_inval *f, *found = NULL;
 
 	/* listed, if at all, by this same task before: no race */
-	if (!READ_ONCE(omm->nr))
+	if (!READ_ONCE(notif->nr))
 		return;
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
+	spin_lock(&notif->lock);
+	list_for_each_entry(f, &notif->inflight, node) {
 		if (f->range == range) {
 			list_del(&f->node);
-			omm->nr--;
+			notif->nr--;
 			found = f;
 			break;
 		}
 	}
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	if (!found)
 		return;
 	/* its start did them, unless the core skipped it: a bug */
@@ -213,7 +260,7 @@ static void xpmem_mirror_owner_end(struct mmu_notifier *mn,
 		xpmem_zap_list_done(&found->zaps);
 	}
 	kfree(found);
-	wake_up_all(&omm->wq);
+	wake_up_all(&notif->wq);
 }
 
 static const struct mmu_notifier_ops xpmem_mirror_owner_ops = {
@@ -228,7 +275,7 @@ static struct xpmem_owner_ref *xpmem_mirror_seg_owner(struct xpmem_seg *seg,
 					   struct mm_struct *mm)
 {
 	/* pairs with the cmpxchg_release() that publishes it below */
-	struct xpmem_owner_ref *r = smp_load_acquire(&seg->omm);
+	struct xpmem_owner_ref *r = smp_load_acquire(&seg->owner_ref);
 	struct mmu_notifier *mn;
 
 	if (r)
@@ -243,9 +290,9 @@ static struct xpmem_owner_ref *xpmem_mirror_seg_owner(struct xpmem_seg *seg,
 	}
 	r->mn = mn;
 	refcount_set(&r->ref, 1);	/* the segment's */
-	if (cmpxchg_release(&seg->omm, NULL, r)) {
+	if (cmpxchg_release(&seg->owner_ref, NULL, r)) {
 		xpmem_seg_owner_ref_put(r);	/* another ATTACH was first */
-		r = smp_load_acquire(&seg->omm);
+		r = smp_load_acquire(&seg->owner_ref);
 	}
 	return r;
 }
@@ -271,8 +318,8 @@ int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm)
 		return PTR_ERR(r);
 	/* the segment's hold keeps it: @att holds the segment */
 	refcount_inc(&r->ref);
-	att->omm_ref = r;
-	att->omm = container_of(r->mn, struct xpmem_owner_notifier, mn);
+	att->owner_ref = r;
+	att->owner_notifier = container_of(r->mn, struct xpmem_owner_notifier, mn);
 	return 0;
 }
 
@@ -282,10 +329,10 @@ int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm)
  */
 void xpmem_mirror_owner_put(struct xpmem_att *att)
 {
-	if (att->omm_ref)
-		xpmem_seg_owner_ref_put(att->omm_ref);
-	att->omm_ref = NULL;
-	att->omm = NULL;
+	if (att->owner_ref)
+		xpmem_seg_owner_ref_put(att->owner_ref);
+	att->owner_ref = NULL;
+	att->owner_notifier = NULL;
 }
 
 /*
@@ -295,17 +342,17 @@ void xpmem_mirror_owner_put(struct xpmem_att *att)
  * the release at exit and when no memory was left for one.
  */
 static struct xpmem_owner_inval *
-xpmem_mirror_owner_note(struct xpmem_owner_notifier *omm, const struct mmu_notifier_range *range)
+xpmem_mirror_owner_note(struct xpmem_owner_notifier *notif, const struct mmu_notifier_range *range)
 {
 	struct xpmem_owner_inval *f, *new;
 
 	/* exit_mmap() releases without an invalidate_range_end */
 	if (range->event == MMU_NOTIFY_RELEASE)
 		return NULL;
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
+	spin_lock(&notif->lock);
+	list_for_each_entry(f, &notif->inflight, node) {
 		if (f->range == range) {	/* another mirror listed it */
-			spin_unlock(&omm->lock);
+			spin_unlock(&notif->lock);
 			return f;
 		}
 	}
@@ -315,12 +362,12 @@ xpmem_mirror_owner_note(struct xpmem_owner_notifier *omm, const struct mmu_notif
 		new->start = range->start;
 		new->end = range->end;
 		INIT_LIST_HEAD(&new->zaps);
-		list_add(&new->node, &omm->inflight);
-		omm->nr++;
+		list_add(&new->node, &notif->inflight);
+		notif->nr++;
 	} else {
-		WRITE_ONCE(omm->lost, true);
+		WRITE_ONCE(notif->lost, true);
 	}
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	return new;
 }
 
@@ -331,7 +378,7 @@ xpmem_mirror_owner_note(struct xpmem_owner_notifier *omm, const struct mmu_notif
  * reaches), for the owner's invalidate_range_start to do.  Return: false
  * without a record or memory: the caller zaps itself.
  */
-static bool xpmem_mirror_defer_zap(struct xpmem_owner_notifier *omm,
+static bool xpmem_mirror_defer_zap(struct xpmem_owner_notifier *notif,
 				struct xpmem_owner_inval *f,
 				struct xpmem_att *att, unsigned long off,
 				unsigned long len)
@@ -343,65 +390,27 @@ static bool xpmem_mirror_defer_zap(struct xpmem_owner_notifier *omm,
 	z = xpmem_zap_list(att, off, len, GFP_NOWAIT | __GFP_NOWARN);
 	if (!z)
 		return false;
-	spin_lock(&omm->lock);
+	spin_lock(&notif->lock);
 	list_add_tail(&z->node, &f->zaps);
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	return true;
 }
 
-static bool xpmem_mirror_owner_busy(struct xpmem_owner_notifier *omm, unsigned long start,
+static bool xpmem_mirror_owner_busy(struct xpmem_owner_notifier *notif, unsigned long start,
 			   unsigned long end)
 {
 	struct xpmem_owner_inval *f;
 	bool busy = false;
 
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
+	spin_lock(&notif->lock);
+	list_for_each_entry(f, &notif->inflight, node) {
 		if (f->start < end && start < f->end) {
 			busy = true;
 			break;
 		}
 	}
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	return busy;
-}
-
-/* ---- Windows of faults in progress -------------------------------------- */
-
-/**
- * xpmem_win_begin - list a fault's window before it is resolved
- * @win: the window, zeroed, on the fault's stack
- * @m: the mirror it lies in
- * @owner: the owner's mm (hmm_range_fault() takes it from @win->changes)
- * @start: owner address
- * @end: owner address, past the window
- * @need_start: owner address, the start of what the fault cannot do
- *	without (the faulting page, or all of the window of a PMD)
- * @need_end: its end
- *
- * Listed before the first wait: an invalidation that marked nothing
- * because it came earlier is still waited for if it has not finished.
- * An invalidation of the needed part starts the attempt over; one of
- * other pages only narrows the window's keep bounds.
- */
-void xpmem_win_begin(struct xpmem_win *win,
-			   struct xpmem_mirror *m, struct mm_struct *owner,
-			   unsigned long start, unsigned long end,
-			   unsigned long need_start, unsigned long need_end)
-{
-	struct xpmem_att *att = m->att;
-
-	win->m = m;
-	win->start = start;
-	win->end = end;
-	win->need_start = need_start;
-	win->need_end = need_end;
-	win->keep_start = start;
-	win->keep_end = end;
-	win->changes.mm = owner;
-	mutex_lock(&att->lock);
-	list_add(&win->node, &att->faults);
-	mutex_unlock(&att->lock);
 }
 
 static bool xpmem_mirror_settled(struct xpmem_mirror *m)
@@ -410,29 +419,39 @@ static bool xpmem_mirror_settled(struct xpmem_mirror *m)
 	return smp_load_acquire(&m->settled);
 }
 
-/*
- * Wait until no invalidation that may have missed the listed window of a
+/**
+ * xpmem_mirror_wait - wait until a listed window can be resolved
+ * @m: the mirror the window lies in
+ * @start: owner address, the window's start
+ * @end: owner address, past it
+ *
+ * Waits until no invalidation that may have missed the listed window of a
  * fault over owner [@start, @end) of mirror @m is in progress; the ones
  * that come later mark the window.  Killable: an owner that invalidates
  * the range without pause delays the fault, but a fatal signal ends the
- * wait.
+ * wait.  If the record was lost, waits uninterruptibly in
+ * mmu_interval_read_begin() instead, which is always correct.  Called
+ * from the fault with the owner's mmap_lock held for reading, never from
+ * a notifier.
  *
- * Return: 0, or -EINTR.
+ * Context: may sleep; no att->lock held.
+ * Return: 0, or -EINTR on a fatal signal.
  */
-static int xpmem_mirror_wait(struct xpmem_mirror *m,
-				    unsigned long start, unsigned long end)
+int xpmem_mirror_wait(struct xpmem_mirror *m, unsigned long start,
+		      unsigned long end)
 {
-	struct xpmem_owner_notifier *omm = m->att->omm;
+	struct xpmem_owner_notifier *notif = m->att->owner_notifier;
 
 	/* until the owner's invalidations in flight at insertion are over */
 	if (!xpmem_mirror_settled(m) &&
-	    wait_event_killable(omm->wq, xpmem_mirror_settled(m)))
+	    wait_event_killable(notif->wq, xpmem_mirror_settled(m)))
 		return -EINTR;
-	if (READ_ONCE(omm->lost)) {
+	if (READ_ONCE(notif->lost)) {
 		mmu_interval_read_begin(&m->notifier);
 		return 0;
 	}
-	if (wait_event_killable(omm->wq, !xpmem_mirror_owner_busy(omm, start, end)))
+	if (wait_event_killable(notif->wq,
+				!xpmem_mirror_owner_busy(notif, start, end)))
 		return -EINTR;
 	return 0;
 }
@@ -477,7 +496,7 @@ static void xpmem_mirror_settle_work(struct work_struct *work)
 		/* pairs with xpmem_mirror_wait() */
 		smp_store_release(&m->settled, true);
 	}
-	wake_up_all(&att->omm->wq);
+	wake_up_all(&att->owner_notifier->wq);
 }
 
 /**
@@ -502,178 +521,7 @@ void xpmem_mirror_settle(struct xpmem_att *att)
 	queue_work(xpmem_mirror_free_wq, &att->settle_work);
 }
 
-/**
- * xpmem_fault_settle - clear the window's mark and wait until it can
- * be resolved
- * @win: a listed window
- *
- * Waits, killably, only for the owner's invalidations in flight that
- * overlap the window (or, if the record was lost, uninterruptibly in
- * mmu_interval_read_begin(), which is always correct); takes att->lock
- * briefly.  Called from the fault with the owner's mmap_lock held for
- * reading, never from a notifier.
- *
- * Context: may sleep; no att->lock held.
- * Return: 0, or -EINTR on a fatal signal.
- */
-int xpmem_fault_settle(struct xpmem_win *win)
-{
-	struct xpmem_att *att = win->m->att;
-
-	/*
-	 * A mark set after this test is seen by this attempt's commit, and
-	 * so are narrowed keep bounds (they keep pages unmapped that the
-	 * attempt might have mapped, never wrong); the invalidations that
-	 * set what is cleared here are waited for below if unfinished.
-	 */
-	if (mmu_interval_check_retry(&win->changes, 0) ||
-	    READ_ONCE(win->keep_start) != win->start ||
-	    READ_ONCE(win->keep_end) != win->end) {
-		mutex_lock(&att->lock);
-		mmu_interval_set_seq(&win->changes, 0);
-		win->keep_start = win->start;
-		win->keep_end = win->end;
-		mutex_unlock(&att->lock);
-	}
-	return xpmem_mirror_wait(win->m, win->start, win->end);
-}
-
-/**
- * xpmem_win_narrow - the fault needs only its own page now
- * @win: a listed window
- * @start: owner address, its needed page
- * @end: past it
- *
- * The window becomes [@start, @end), under att->lock, where invalidations
- * read it.  That was its needed part already, so a mark an invalidation of
- * it set stays; the pages it loses no longer concern the fault.
- *
- * Context: may sleep; no att->lock held.
- */
-void xpmem_win_narrow(struct xpmem_win *win, unsigned long start,
-			    unsigned long end)
-{
-	struct xpmem_att *att = win->m->att;
-
-	mutex_lock(&att->lock);
-	win->start = start;
-	win->end = end;
-	win->keep_start = start;
-	win->keep_end = end;
-	mutex_unlock(&att->lock);
-}
-
-/**
- * xpmem_win_stale - did an invalidation overlap the window since
- * xpmem_fault_settle()?
- * @win: a listed window
- *
- * Context: under att->lock, where the answer holds until it is dropped.
- */
-bool xpmem_win_stale(struct xpmem_win *win)
-{
-	lockdep_assert_held(&win->m->att->lock);
-	return mmu_interval_check_retry(&win->changes, 0);
-}
-
-/**
- * xpmem_win_end - unlist the window
- * @win: a listed window
- * @locked: the caller holds att->lock
- */
-void xpmem_win_end(struct xpmem_win *win, bool locked)
-{
-	struct xpmem_att *att = win->m->att;
-
-	if (!locked)
-		mutex_lock(&att->lock);
-	lockdep_assert_held(&att->lock);
-	list_del(&win->node);
-	if (!locked)
-		mutex_unlock(&att->lock);
-}
-
-/* ---- Owner pages known writable ----------------------------------------- */
-
-/* att->wok entries: owner address | XPMEM_WRITABLE_VALID */
-#define XPMEM_WRITABLE_VALID		1UL
-
-static struct xpmem_writable_page *xpmem_win_writable_slot(struct xpmem_att *att,
-					unsigned long oaddr)
-{
-	return &att->wok[hash_long(oaddr >> PAGE_SHIFT, XPMEM_WRITABLE_BITS)];
-}
-
-/**
- * xpmem_win_writable_remember - a write fault found the owner's page writable
- * @att: the attachment
- * @oaddr: owner address of the page
- * @pfn: the page
- *
- * Remembered for the ->pfn_mkwrite that may follow, until an invalidation
- * touches @oaddr.  Under att->lock, window not stale.
- */
-void xpmem_win_writable_remember(struct xpmem_att *att, unsigned long oaddr,
-			unsigned long pfn)
-{
-	struct xpmem_writable_page *w = xpmem_win_writable_slot(att, oaddr);
-
-	lockdep_assert_held(&att->lock);
-	w->oaddr = oaddr | XPMEM_WRITABLE_VALID;
-	w->pfn = pfn;
-}
-
-/**
- * xpmem_win_writable_take - is the owner's page at @oaddr still known writable?
- * @att: the attachment
- * @oaddr: owner address of the page
- * @pfn: the page the attacher's PTE names
- *
- * Forgets it on a hit (one ->pfn_mkwrite per write fault).  Under att->lock.
- */
-bool xpmem_win_writable_take(struct xpmem_att *att, unsigned long oaddr,
-		    unsigned long pfn)
-{
-	struct xpmem_writable_page *w = xpmem_win_writable_slot(att, oaddr);
-
-	lockdep_assert_held(&att->lock);
-	if (w->oaddr != (oaddr | XPMEM_WRITABLE_VALID) || w->pfn != pfn)
-		return false;
-	w->oaddr = 0;
-	return true;
-}
-
 /* ---- Invalidation -------------------------------------------------------- */
-
-/*
- * An owner range [start, end) changes: faults in progress that need it
- * start over, those that only have it in their window leave it unmapped,
- * and its pages are no longer known to be writable.  Under att->lock.
- */
-static void xpmem_win_mark_stale(struct xpmem_att *att, unsigned long start,
-				 unsigned long end)
-{
-	struct xpmem_win *win;
-	unsigned int i;
-
-	lockdep_assert_held(&att->lock);
-	list_for_each_entry(win, &att->faults, node) {
-		unsigned long lo = max(start, win->start);
-		unsigned long hi = min(end, win->end);
-
-		if (lo >= hi)
-			continue;
-		if (win->need_start < hi && lo < win->need_end)
-			mmu_interval_set_seq(&win->changes, 1);
-		else if (hi <= win->need_start)	/* whole pages: the trim */
-			win->keep_start = max(win->keep_start, PAGE_ALIGN(hi));
-		else
-			win->keep_end = min(win->keep_end, lo & PAGE_MASK);
-	}
-	for (i = 0; i < XPMEM_WRITABLE_SLOTS; i++)
-		if (att->wok[i].oaddr >= start && att->wok[i].oaddr < end)
-			att->wok[i].oaddr = 0;
-}
 
 /*
  * The invalidate callback.  Called by the core with the owner's mmap_lock,
@@ -716,7 +564,7 @@ static bool xpmem_mirror_invalidate(struct mmu_interval_notifier *mni,
 		return true;
 
 	if (blockable) {
-		rec = xpmem_mirror_owner_note(att->omm, range);
+		rec = xpmem_mirror_owner_note(att->owner_notifier, range);
 		mutex_lock(&att->lock);
 	} else if (!mutex_trylock(&att->lock)) {
 		return false;
@@ -733,7 +581,7 @@ static bool xpmem_mirror_invalidate(struct mmu_interval_notifier *mni,
 	}
 	/* a VMA may come (an ATTACH in progress): its faults must wait */
 	if (!blockable)
-		xpmem_mirror_owner_note(att->omm, range);
+		xpmem_mirror_owner_note(att->owner_notifier, range);
 	/*
 	 * Mark, under the lock PTE insertion holds, the faults in progress
 	 * whose window this range overlaps: a fault that inserted before this
@@ -754,7 +602,7 @@ static bool xpmem_mirror_invalidate(struct mmu_interval_notifier *mni,
 
 	atomic_long_inc(&xpmem_stats.invalidations);
 	off = m->r.off + (start - m->r.oaddr);
-	if (zap && !xpmem_mirror_defer_zap(att->omm, rec, att, off,
+	if (zap && !xpmem_mirror_defer_zap(att->owner_notifier, rec, att, off,
 					end - start)) {
 		xpmem_zap_att(att, off, end - start);
 		xpmem_zap_mapped_forget(att, off, end - start);

@@ -101,8 +101,8 @@ static void xpmem_seg_free(struct kref *ref)
 	xpmem_seg_key_release(seg);		/* withdrawn already, unless never */
 	xpmem_put_ipc_ns(seg->ipc_ns);
 	put_user_ns(seg->user_ns);
-	if (seg->omm)
-		xpmem_seg_owner_ref_put(seg->omm);
+	if (seg->owner_ref)
+		xpmem_seg_owner_ref_put(seg->owner_ref);
 	mmdrop(seg->mm);
 	put_pid(seg->tgid);
 	atomic_long_dec(&xpmem_stats.segments);
