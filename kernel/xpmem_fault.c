@@ -7,7 +7,7 @@
  * mm with hmm_range_fault(), holding the owner's mmap_lock for reading,
  * until no invalidation overlapped the window (xpmem_fault_lock_stable(),
  * with xpmem_mirror.c's windows), then commits it under att->lock in one
- * short step: PTEs, a PTE made writable, or a PMD (xpmem_fault_commit()).
+ * short step: PTEs, a PTE made writable, or a PMD (xpmem_map_commit()).
  * Every PTE is a special PFN PTE, so get_user_pages() never finds an
  * owner page through an attachment and nothing outlives an invalidation;
  * a page the owner maps read-only is never written through one.  The two
@@ -121,12 +121,138 @@ static void xpmem_fault_window(struct vm_fault *vmf, struct xpmem_mirror *m,
 	*hi = addr + above;
 }
 
-/* What a resolution is for. */
-enum xpmem_fault_kind {
-	XPMEM_FAULT_PTE,	/* ->fault: map the window with PTEs */
-	XPMEM_FAULT_MKWRITE,	/* ->pfn_mkwrite: one PTE becomes writable */
-	XPMEM_FAULT_PMD,	/* ->huge_fault: one huge PMD, or fall back */
-};
+/* ---- The window a fault lists for invalidations to mark ---------------- */
+
+/*
+ * xpmem_fault_win_begin - list a fault's window before it is resolved
+ * @win: the window, zeroed, on the fault's stack
+ * @m: the mirror it lies in
+ * @owner: the owner's mm (hmm_range_fault() takes it from @win->changes)
+ * @start: owner address
+ * @end: owner address, past the window
+ * @required_start: owner address, the start of what the fault cannot do
+ *	without (the faulting page, or all of the window of a PMD)
+ * @required_end: its end
+ *
+ * Listed before the first wait: an invalidation that marked nothing
+ * because it came earlier is still waited for if it has not finished.
+ * An invalidation of the required part starts the attempt over; one of
+ * other pages only narrows the window's usable part.
+ *
+ * Context: may sleep; takes att->lock briefly.
+ */
+static void xpmem_fault_win_begin(struct xpmem_fault_win *win, struct xpmem_mirror *m,
+		     struct mm_struct *owner, unsigned long start,
+		     unsigned long end, unsigned long required_start,
+		     unsigned long required_end)
+{
+	struct xpmem_att *att = m->att;
+
+	win->m = m;
+	win->start = start;
+	win->end = end;
+	win->required_start = required_start;
+	win->required_end = required_end;
+	win->usable_start = start;
+	win->usable_end = end;
+	win->changes.mm = owner;
+	mutex_lock(&att->lock);
+	list_add(&win->node, &att->faults);
+	mutex_unlock(&att->lock);
+}
+
+/*
+ * xpmem_fault_win_settle - clear the window's mark and wait until it can
+ * be resolved
+ * @win: a listed window
+ *
+ * Before an attempt: the window is whole and unmarked again, and the
+ * invalidations in flight that overlap it (which may have marked it) are
+ * waited for (xpmem_mirror_wait()).
+ *
+ * Context: may sleep; no att->lock held (it takes it briefly, only if
+ * something was marked).
+ * Return: 0, or -EINTR on a fatal signal.
+ */
+static int xpmem_fault_win_settle(struct xpmem_fault_win *win)
+{
+	struct xpmem_att *att = win->m->att;
+
+	/*
+	 * A mark set after this test is seen by this attempt's commit, and
+	 * so is a narrowed usable part (it keeps pages unmapped that the
+	 * attempt might have mapped, never wrong); the invalidations that
+	 * set what is cleared here are waited for below if unfinished.
+	 */
+	if (mmu_interval_check_retry(&win->changes, 0) ||
+	    READ_ONCE(win->usable_start) != win->start ||
+	    READ_ONCE(win->usable_end) != win->end) {
+		mutex_lock(&att->lock);
+		mmu_interval_set_seq(&win->changes, 0);
+		win->usable_start = win->start;
+		win->usable_end = win->end;
+		mutex_unlock(&att->lock);
+	}
+	return xpmem_mirror_wait(win->m, win->start, win->end);
+}
+
+/*
+ * xpmem_fault_win_narrow - the fault needs only its own page now
+ * @win: a listed window
+ * @start: owner address, its required page
+ * @end: past it
+ *
+ * The window becomes [@start, @end), under att->lock, where invalidations
+ * read it.  That was its required part already, so a mark an
+ * invalidation of it set stays; the pages it loses no longer concern the
+ * fault.
+ *
+ * Context: may sleep; no att->lock held.
+ */
+static void xpmem_fault_win_narrow(struct xpmem_fault_win *win, unsigned long start,
+		      unsigned long end)
+{
+	struct xpmem_att *att = win->m->att;
+
+	mutex_lock(&att->lock);
+	win->start = start;
+	win->end = end;
+	win->usable_start = start;
+	win->usable_end = end;
+	mutex_unlock(&att->lock);
+}
+
+/*
+ * xpmem_fault_win_stale - did an invalidation overlap the window's required
+ * part since xpmem_fault_win_clear()?
+ * @win: a listed window
+ *
+ * Context: under att->lock, where the answer holds until it is dropped.
+ */
+static bool xpmem_fault_win_stale(struct xpmem_fault_win *win)
+{
+	lockdep_assert_held(&win->m->att->lock);
+	return mmu_interval_check_retry(&win->changes, 0);
+}
+
+/*
+ * xpmem_fault_win_end - unlist the window
+ * @win: a listed window
+ * @locked: the caller holds att->lock
+ */
+static void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked)
+{
+	struct xpmem_att *att = win->m->att;
+
+	if (!locked)
+		mutex_lock(&att->lock);
+	lockdep_assert_held(&att->lock);
+	list_del(&win->node);
+	if (!locked)
+		mutex_unlock(&att->lock);
+}
+
+/* ---- Resolving a fault -------------------------------------------------- */
 
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
 /*
@@ -155,35 +281,6 @@ static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner, unsigned long h
 }
 
 #endif
-
-/* One resolution: the fault, its window and the owner's pages of it. */
-struct xpmem_fault {
-	struct vm_fault *vmf;
-	struct xpmem_att *att;
-	enum xpmem_fault_kind kind;
-	bool write;
-	unsigned long oaddr;		/* owner address of vmf->address */
-	unsigned long lo, hi;		/* the window, attacher addresses */
-	unsigned long off;		/* segment offset of lo */
-	unsigned long fidx;		/* the faulting page's index */
-	unsigned long *pfns;		/* one entry per page of the window */
-	bool look_only;			/* owner VMA under userfaultfd */
-	struct xpmem_win win;	/* listed while it resolves */
-	struct hmm_range range;
-};
-
-/*
- * The owner address that attacher address @addr of @f's VMA mirrors,
- * found from the VMA's file offset (the segment offset) and the window's
- * mirror alone, never from the window's own arithmetic.
- */
-static unsigned long xpmem_fault_oaddr(struct xpmem_fault *f,
-				       unsigned long addr)
-{
-	return xpmem_range_oaddr(&f->win.m->r,
-				 linear_page_index(f->vmf->vma, addr) <<
-				 PAGE_SHIFT);
-}
 
 /*
  * The 2 MiB window of a PMD fault, if the owner VMA and the mirror cover
@@ -239,16 +336,16 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	f->look_only = userfaultfd_armed(ovma);
 	if (!f->look_only)
 		f->range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
-	/* the window's own sequence: see struct xpmem_win */
+	/* the window's own sequence: see struct xpmem_fault_win */
 	f->range.notifier = &f->win.changes;
 	f->range.notifier_seq = 0;
 	/* a PMD fault needs all of its window, the others their page */
 	if (f->kind != XPMEM_FAULT_PMD)
-		xpmem_win_begin(&f->win, m, owner, f->range.start,
+		xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
 				      f->range.end, f->oaddr & PAGE_MASK,
 				      (f->oaddr & PAGE_MASK) + PAGE_SIZE);
 	else
-		xpmem_win_begin(&f->win, m, owner, f->range.start,
+		xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
 				      f->range.end, f->range.start,
 				      f->range.end);
 	return 0;
@@ -281,7 +378,7 @@ static void xpmem_fault_trim(struct xpmem_fault *f)
  * fault now (no memory in its cgroup, no space for a filesystem's
  * ->page_mkwrite).  Such a neighbour must not fail the faulting page, so
  * the window shrinks to that page alone, which then fails only for its
- * own reasons.  The listed window shrinks with it (xpmem_win_narrow(),
+ * own reasons.  The listed window shrinks with it (xpmem_fault_win_narrow(),
  * att->lock briefly).  Not for a PMD fault, which needs its whole window.
  * Return: false if the window was that page already.
  */
@@ -297,7 +394,7 @@ static bool xpmem_fault_narrow(struct xpmem_fault *f)
 	f->range.end = f->range.start + PAGE_SIZE;
 	f->range.hmm_pfns = f->pfns;
 	f->fidx = 0;
-	xpmem_win_narrow(&f->win, f->range.start, f->range.end);
+	xpmem_fault_win_narrow(&f->win, f->range.start, f->range.end);
 	return true;
 }
 
@@ -340,7 +437,7 @@ static int xpmem_fault_try(struct xpmem_fault *f)
 			goto unlock_pt;
 	}
 	mutex_lock(&att->lock);
-	if (!xpmem_win_stale(&f->win)) {
+	if (!xpmem_fault_win_stale(&f->win)) {
 		xpmem_fault_trim(f);
 		return 0;
 	}
@@ -367,8 +464,7 @@ static vm_fault_t xpmem_fault_lock_stable(struct xpmem_fault *f)
 	int err;
 
 	for (;;) {
-		xpmem_win_clear(&f->win);
-		if (xpmem_mirror_wait(f->win.m, f->win.start, f->win.end))
+		if (xpmem_fault_win_settle(&f->win))
 			return VM_FAULT_SIGBUS;		/* killed */
 		err = xpmem_fault_try(f);
 		if (err == -EFAULT && f->kind == XPMEM_FAULT_PMD)
@@ -395,48 +491,6 @@ static vm_fault_t xpmem_fault_lock_stable(struct xpmem_fault *f)
 	default:
 		return VM_FAULT_SIGBUS;
 	}
-}
-
-/*
- * Commit the stable window: under att->lock (and att->pt_lock for a
- * PMD).  *@zap: the mkwrite's PTE must go.
- */
-static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
-{
-	struct xpmem_att *att = f->att;
-	unsigned long *pfns = f->pfns;
-	unsigned long npages = (f->hi - f->lo) >> PAGE_SHIFT;
-	vm_fault_t ret;
-
-	if (att->dead)	/* revoked: the repeated access sees it first */
-		return att->zero_revoked ? VM_FAULT_NOPAGE : VM_FAULT_SIGBUS;
-	/*
-	 * Every entry checked against the owner's page at its own offset,
-	 * found afresh from the attacher address: whatever the window's
-	 * arithmetic did (narrowing, keep bounds), no PTE, upgrade or PMD
-	 * below names another page than the owner's there.
-	 */
-	if (!xpmem_map_verify(att->seg->mm, xpmem_fault_oaddr(f, f->lo),
-				pfns, npages, f->fidx)) {
-		if (f->kind == XPMEM_FAULT_PMD)
-			return VM_FAULT_FALLBACK;
-		*zap = f->kind == XPMEM_FAULT_MKWRITE;
-		return VM_FAULT_NOPAGE;
-	}
-	if (f->kind == XPMEM_FAULT_MKWRITE)
-		return xpmem_map_mkwrite(f->vmf, f->lo, pfns, npages,
-					   f->fidx, zap);
-	if (!xpmem_zap_mapped_set(att, f->off, f->hi - f->lo))
-		return VM_FAULT_SIGBUS;
-	if (f->kind == XPMEM_FAULT_PMD)
-		return xpmem_map_insert_pmd(f->vmf, pfns, f->fidx, f->write);
-	ret = xpmem_map_insert(f->vmf, f->lo, pfns, npages, f->fidx,
-				 f->write);
-	if (f->write && !(ret & VM_FAULT_ERROR) &&
-	    (pfns[f->fidx] & HMM_PFN_WRITE))
-		xpmem_win_writable_remember(att, f->oaddr,
-					    xpmem_map_hmm_pfn(pfns[f->fidx]));
-	return ret;
 }
 
 /*
@@ -468,11 +522,11 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 		return ret;
 	ret = xpmem_fault_lock_stable(&f);
 	if (ret) {
-		xpmem_win_end(&f.win, false);
+		xpmem_fault_win_end(&f.win, false);
 		return ret;
 	}
-	ret = xpmem_fault_commit(&f, &zap);
-	xpmem_win_end(&f.win, true);
+	ret = xpmem_map_commit(&f, &zap);
+	xpmem_fault_win_end(&f.win, true);
 	mutex_unlock(&f.att->lock);
 	if (kind == XPMEM_FAULT_PMD)
 		mutex_unlock(&f.att->pt_lock);
@@ -612,7 +666,7 @@ put_file:
  * or a folio lock held.  May wait for: the owner's mmap_lock (killably,
  * and out of address order never while holding the attacher's: see
  * xpmem_fault_lock_owner()), the owner's invalidations in flight over the
- * window (killably, xpmem_mirror_wait()), att->pt_lock and att->lock
+ * window (killably, xpmem_fault_win_settle()), att->pt_lock and att->lock
  * (held by others only briefly, never across a wait), the owner's own
  * page faults inside hmm_range_fault() (a write, ->fault or mkwrite, also
  * write-faults the owner's pages after it in the window: hmm faults to
@@ -629,7 +683,7 @@ put_file:
  * same waits again, once.  The first fault of a mirror inserted while
  * the owner was invalidating waits, killably, until the owner's
  * invalidations in flight at the insertion have ended
- * (xpmem_mirror_wait()).  So
+ * (xpmem_fault_win_settle()).  So
  * nothing the owner does keeps it in an uninterruptible sleep for longer
  * than one of those bounded steps.
  * It maps only owner VMAs that are not attachments

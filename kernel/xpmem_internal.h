@@ -134,6 +134,7 @@
 #include <linux/bits.h>
 #include <linux/types.h>
 #include <linux/completion.h>
+#include <linux/hmm.h>
 #include <linux/kref.h>
 #include <linux/refcount.h>
 #include <linux/workqueue.h>
@@ -542,58 +543,6 @@ void xpmem_zap_mapped_forget(struct xpmem_att *att, unsigned long off,
 			     unsigned long len);
 
 /*
- * xpmem_win.c: the windows of faults in progress and the owner pages they
- * found writable, which the invalidate callback marks (all under att->lock)
- *
- * A fault's owner range [start, end), on att->faults while it resolves.
- * @changes is never inserted in an interval tree: it is the sequence
- * hmm_range_fault() tests between its steps (and takes the owner's mm
- * from).  It is 0 when an attempt starts, and the invalidate callback
- * sets it to 1 when an invalidation overlaps the window's required part
- * (its page; all of the window of a PMD or a ->pfn_mkwrite), so every
- * such invalidation stops the walk - also while the owner keeps some
- * invalidation in progress without pause, when the mirror's own sequence
- * no longer moves.  An invalidation of other pages of the window only
- * cuts them out of its usable part: one fault among the many
- * invalidations of a busy owner restarts only for those of its own page.
- */
-struct xpmem_win {
-	struct list_head node;
-	struct xpmem_mirror *m;
-	/* owner addresses; changed under att->lock (xpmem_win_narrow()) */
-	unsigned long start;
-	unsigned long end;
-	/* required part: an invalidation of it starts the fault over */
-	unsigned long required_start;
-	unsigned long required_end;
-	/*
-	 * usable part, under att->lock: what the other invalidations of the
-	 * window since the attempt began leave usable, page aligned: each
-	 * lies wholly below or above the required part and moves one bound,
-	 * so the required part always stays inside
-	 */
-	unsigned long usable_start;
-	unsigned long usable_end;
-	struct mmu_interval_notifier changes;
-};
-
-void xpmem_win_begin(struct xpmem_win *win, struct xpmem_mirror *m,
-		     struct mm_struct *owner, unsigned long start,
-		     unsigned long end, unsigned long required_start,
-		     unsigned long required_end);
-void xpmem_win_clear(struct xpmem_win *win);
-void xpmem_win_narrow(struct xpmem_win *win, unsigned long start,
-		      unsigned long end);
-bool xpmem_win_stale(struct xpmem_win *win);
-void xpmem_win_end(struct xpmem_win *win, bool locked);
-void xpmem_win_writable_remember(struct xpmem_att *att, unsigned long oaddr,
-				 unsigned long pfn);
-bool xpmem_win_writable_take(struct xpmem_att *att, unsigned long oaddr,
-			     unsigned long pfn);
-void xpmem_win_mark_stale(struct xpmem_att *att, unsigned long start,
-			  unsigned long end);
-
-/*
  * xpmem_mirror.c: what attachments mirror (the invalidate callback, the
  * owner's notifier record of its invalidations in flight)
  */
@@ -614,26 +563,78 @@ bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg,
 			      struct mm_struct *mm, unsigned long addr,
 			      unsigned long off, unsigned long len);
 
-/* xpmem_map.c: a resolved window into the attacher's page tables */
+/*
+ * A fault's owner range [start, end), on att->faults while it resolves
+ * (listed by xpmem_fault.c, marked by the invalidate callback).
+ * @changes is never inserted in an interval tree: it is the sequence
+ * hmm_range_fault() tests between its steps (and takes the owner's mm
+ * from).  It is 0 when an attempt starts, and the invalidate callback
+ * sets it to 1 when an invalidation overlaps the window's required part
+ * (its page; all of the window of a PMD or a ->pfn_mkwrite), so every
+ * such invalidation stops the walk - also while the owner keeps some
+ * invalidation in progress without pause, when the mirror's own sequence
+ * no longer moves.  An invalidation of other pages of the window only
+ * cuts them out of its usable part: one fault among the many
+ * invalidations of a busy owner restarts only for those of its own page.
+ */
+struct xpmem_fault_win {
+	struct list_head node;
+	struct xpmem_mirror *m;
+	/* owner addresses; changed under att->lock (xpmem_fault_win_narrow()) */
+	unsigned long start;
+	unsigned long end;
+	/* required part: an invalidation of it starts the fault over */
+	unsigned long required_start;
+	unsigned long required_end;
+	/*
+	 * usable part, under att->lock: what the other invalidations of the
+	 * window since the attempt began leave usable, page aligned: each
+	 * lies wholly below or above the required part and moves one bound,
+	 * so the required part always stays inside
+	 */
+	unsigned long usable_start;
+	unsigned long usable_end;
+	struct mmu_interval_notifier changes;
+};
+
+/*
+ * xpmem_map.c: a resolved window into the attacher's page tables, and the
+ * owner pages a write fault found writable
+ */
+
+/* What a resolution is for. */
+enum xpmem_fault_kind {
+	XPMEM_FAULT_PTE,	/* ->fault: map the window with PTEs */
+	XPMEM_FAULT_MKWRITE,	/* ->pfn_mkwrite: one PTE becomes writable */
+	XPMEM_FAULT_PMD,	/* ->huge_fault: one huge PMD, or fall back */
+};
+
+/*
+ * One resolution: the fault, its window and the owner's pages of it
+ * (resolved by xpmem_fault.c, committed by xpmem_map_commit()).
+ */
+struct xpmem_fault {
+	struct vm_fault *vmf;
+	struct xpmem_att *att;
+	enum xpmem_fault_kind kind;
+	bool write;
+	unsigned long oaddr;		/* owner address of vmf->address */
+	unsigned long lo, hi;		/* the window, attacher addresses */
+	unsigned long off;		/* segment offset of lo */
+	unsigned long fidx;		/* the faulting page's index */
+	unsigned long *pfns;		/* one entry per page of the window */
+	bool look_only;			/* owner VMA under userfaultfd */
+	struct xpmem_fault_win win;	/* listed while it resolves */
+	struct hmm_range range;
+};
+
 int xpmem_map_init(void);
 void xpmem_map_exit(void);
-unsigned long xpmem_map_hmm_pfn(unsigned long hmm_pfn);
 pmd_t *xpmem_map_find_pmd(struct mm_struct *mm, unsigned long addr);
 int xpmem_map_prepare_pt(struct vm_fault *vmf);
-bool xpmem_map_verify(struct mm_struct *owner, unsigned long oaddr,
-			unsigned long *pfns, unsigned long npages,
-			unsigned long fidx);
 bool xpmem_map_mkwrite_fast(struct vm_fault *vmf, struct xpmem_att *att,
-			      unsigned long oaddr);
-vm_fault_t xpmem_map_insert(struct vm_fault *vmf, unsigned long start,
-			      const unsigned long *pfns, unsigned long npages,
-			      unsigned long fidx, bool write);
-vm_fault_t xpmem_map_mkwrite(struct vm_fault *vmf, unsigned long start,
-			       unsigned long *pfns, unsigned long npages,
-			       unsigned long fidx, bool *zap);
-vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
-				  const unsigned long *pfns, unsigned long fidx,
-				  bool write);
+			    unsigned long oaddr);
+vm_fault_t xpmem_map_commit(struct xpmem_fault *f, bool *zap);
 
 /* xpmem_zero.c: what a revoked ZERO_REVOKED attachment maps */
 int xpmem_zero_init(void);

@@ -31,7 +31,7 @@
 static struct page *xpmem_map_zero_page;
 
 /* The PFN an hmm_range_fault() entry names, without its flag bits. */
-unsigned long xpmem_map_hmm_pfn(unsigned long hmm_pfn)
+static unsigned long xpmem_map_hmm_pfn(unsigned long hmm_pfn)
 {
 	return hmm_pfn & ~HMM_PFN_FLAGS;
 }
@@ -143,7 +143,7 @@ static bool xpmem_map_owner_pfn(struct mm_struct *mm, unsigned long oaddr,
  * Return: false if the faulting page's entry was dropped (the access is
  * then repeated rather than failed).
  */
-bool xpmem_map_verify(struct mm_struct *owner, unsigned long oaddr,
+static bool xpmem_map_verify(struct mm_struct *owner, unsigned long oaddr,
 			unsigned long *pfns, unsigned long npages,
 			unsigned long fidx)
 {
@@ -404,6 +404,65 @@ static vm_fault_t xpmem_map_set_writable(struct xpmem_map_upgrade *u,
 	return VM_FAULT_NOPAGE;
 }
 
+/* ---- Owner pages known writable ----------------------------------------- */
+
+/*
+ * A small table per attachment (att->writable_pages), indexed by a hash
+ * of the owner address: filled by a write fault's commit, taken by the
+ * ->pfn_mkwrite that follows, and forgotten by any invalidation of the
+ * page (the invalidate callback clears its entries, xpmem_mirror.c).
+ */
+/* att->writable_pages entries: owner address | XPMEM_WRITABLE_VALID */
+#define XPMEM_WRITABLE_VALID	1UL
+
+static struct xpmem_writable_page *
+xpmem_map_writable_slot(struct xpmem_att *att, unsigned long oaddr)
+{
+	return &att->writable_pages[hash_long(oaddr >> PAGE_SHIFT,
+					      XPMEM_WRITABLE_BITS)];
+}
+
+/*
+ * xpmem_map_writable_remember - a write fault found the owner's page
+ * writable
+ * @att: the attachment
+ * @oaddr: owner address of the page
+ * @pfn: the page
+ *
+ * Remembered for the ->pfn_mkwrite that may follow, until an invalidation
+ * touches @oaddr.  Under att->lock, window not stale.
+ */
+static void xpmem_map_writable_remember(struct xpmem_att *att, unsigned long oaddr,
+				 unsigned long pfn)
+{
+	struct xpmem_writable_page *w = xpmem_map_writable_slot(att, oaddr);
+
+	lockdep_assert_held(&att->lock);
+	w->oaddr = oaddr | XPMEM_WRITABLE_VALID;
+	w->pfn = pfn;
+}
+
+/*
+ * xpmem_map_writable_take - is the owner's page at @oaddr still known
+ * writable?
+ * @att: the attachment
+ * @oaddr: owner address of the page
+ * @pfn: the page the attacher's PTE names
+ *
+ * Forgets it on a hit (one ->pfn_mkwrite per write fault).  Under att->lock.
+ */
+static bool xpmem_map_writable_take(struct xpmem_att *att, unsigned long oaddr,
+			     unsigned long pfn)
+{
+	struct xpmem_writable_page *w = xpmem_map_writable_slot(att, oaddr);
+
+	lockdep_assert_held(&att->lock);
+	if (w->oaddr != (oaddr | XPMEM_WRITABLE_VALID) || w->pfn != pfn)
+		return false;
+	w->oaddr = 0;
+	return true;
+}
+
 /*
  * ->pfn_mkwrite without the owner's lock: if no invalidation touched the
  * owner's page since a write ->fault found it writable, and the attacher's
@@ -416,7 +475,7 @@ bool xpmem_map_mkwrite_fast(struct vm_fault *vmf,
 	bool hit;
 
 	mutex_lock(&att->lock);
-	hit = !att->dead && xpmem_win_writable_take(att, oaddr, pfn);
+	hit = !att->dead && xpmem_map_writable_take(att, oaddr, pfn);
 	if (hit) {
 		struct xpmem_map_upgrade u = {
 			.vmf = vmf, .start = vmf->address & PAGE_MASK,
@@ -483,7 +542,7 @@ static int xpmem_map_fill_pte(pte_t *ptep, unsigned long addr, void *data)
  * since (PT_RECLAIM), nothing is mapped and the access is repeated:
  * nothing is allocated under att->lock.
  */
-vm_fault_t xpmem_map_insert(struct vm_fault *vmf, unsigned long start,
+static vm_fault_t xpmem_map_insert(struct vm_fault *vmf, unsigned long start,
 			      const unsigned long *pfns,
 			      unsigned long npages, unsigned long fidx,
 			      bool write)
@@ -521,7 +580,7 @@ vm_fault_t xpmem_map_insert(struct vm_fault *vmf, unsigned long start,
  *
  * Return: VM_FAULT_NOPAGE, with *@zap set if the written PTE must go.
  */
-vm_fault_t xpmem_map_mkwrite(struct vm_fault *vmf, unsigned long start,
+static vm_fault_t xpmem_map_mkwrite(struct vm_fault *vmf, unsigned long start,
 			       unsigned long *pfns, unsigned long npages,
 			       unsigned long fidx, bool *zap)
 {
@@ -555,7 +614,7 @@ static bool xpmem_map_folio_is_owners(struct folio *folio)
  * contiguous and 2 MiB aligned, none of them a zero page, all writable
  * for a write.  Under att->pt_lock and att->lock, window not stale.
  */
-vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
+static vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
 				  const unsigned long *pfns,
 				  unsigned long fidx, bool write)
 {
@@ -592,13 +651,78 @@ vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
 	return ret;
 }
 #else
-vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
+static vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
 				  const unsigned long *pfns,
 				  unsigned long fidx, bool write)
 {
 	return VM_FAULT_FALLBACK;
 }
 #endif
+
+/* ---- Commit ------------------------------------------------------------- */
+
+/*
+ * The owner address that attacher address @addr of @f's VMA mirrors,
+ * found from the VMA's file offset (the segment offset) and the window's
+ * mirror alone, never from the window's own arithmetic.
+ */
+static unsigned long xpmem_map_oaddr(struct xpmem_fault *f, unsigned long addr)
+{
+	return xpmem_range_oaddr(&f->win.m->r,
+				 linear_page_index(f->vmf->vma, addr) <<
+				 PAGE_SHIFT);
+}
+
+/**
+ * xpmem_map_commit - map a resolved window that no invalidation touched
+ * @f: the resolution, its window not stale
+ * @zap: set if the ->pfn_mkwrite's PTE must go
+ *
+ * PTEs, a PTE made writable, or a PMD, each entry checked against the
+ * owner's page first.
+ *
+ * Context: under att->lock (and att->pt_lock for a PMD), with the owner's
+ * mmap_lock held for reading; waits for nothing but the attacher's page
+ * table lock, allocates nothing.
+ * Return: what the fault returns.
+ */
+vm_fault_t xpmem_map_commit(struct xpmem_fault *f, bool *zap)
+{
+	struct xpmem_att *att = f->att;
+	unsigned long *pfns = f->pfns;
+	unsigned long npages = (f->hi - f->lo) >> PAGE_SHIFT;
+	vm_fault_t ret;
+
+	if (att->dead)	/* revoked: the repeated access sees it first */
+		return att->zero_revoked ? VM_FAULT_NOPAGE : VM_FAULT_SIGBUS;
+	/*
+	 * Every entry checked against the owner's page at its own offset,
+	 * found afresh from the attacher address: whatever the window's
+	 * arithmetic did (narrowing, the usable part), no PTE, upgrade or PMD
+	 * below names another page than the owner's there.
+	 */
+	if (!xpmem_map_verify(att->seg->mm, xpmem_map_oaddr(f, f->lo),
+				pfns, npages, f->fidx)) {
+		if (f->kind == XPMEM_FAULT_PMD)
+			return VM_FAULT_FALLBACK;
+		*zap = f->kind == XPMEM_FAULT_MKWRITE;
+		return VM_FAULT_NOPAGE;
+	}
+	if (f->kind == XPMEM_FAULT_MKWRITE)
+		return xpmem_map_mkwrite(f->vmf, f->lo, pfns, npages,
+					   f->fidx, zap);
+	if (!xpmem_zap_mapped_set(att, f->off, f->hi - f->lo))
+		return VM_FAULT_SIGBUS;
+	if (f->kind == XPMEM_FAULT_PMD)
+		return xpmem_map_insert_pmd(f->vmf, pfns, f->fidx, f->write);
+	ret = xpmem_map_insert(f->vmf, f->lo, pfns, npages, f->fidx,
+				 f->write);
+	if (f->write && !(ret & VM_FAULT_ERROR) &&
+	    (pfns[f->fidx] & HMM_PFN_WRITE))
+		xpmem_map_writable_remember(att, f->oaddr,
+					    xpmem_map_hmm_pfn(pfns[f->fidx]));
+	return ret;
+}
 
 int xpmem_map_init(void)
 {
