@@ -135,7 +135,7 @@ static void xpmem_attach_free_mirrored(struct xpmem_att *att)
 static void xpmem_attach_unmirror_work(struct work_struct *work)
 {
 	xpmem_attach_free_mirrored(container_of(work, struct xpmem_att,
-					     free_work));
+						free_work));
 }
 
 /*
@@ -165,15 +165,15 @@ static int xpmem_attach_mmap(struct file *file, struct vm_area_struct *vma)
 			return -EACCES;
 		vm_flags_clear(vma, VM_MAYWRITE);
 	}
+	/* never over the source range it mirrors (xpmem_mirror.c) */
+	if (xpmem_mirror_maps_itself(att->seg, vma->vm_mm, vma->vm_start,
+				     att->offset, att->size))
+		return -EADDRNOTAVAIL;
 	/*
 	 * Children do not inherit attachments: they GET and ATTACH anew.
 	 * VM_IO keeps it so (madvise(MADV_DOFORK) refuses VM_IO), and keeps
 	 * get_user_pages() and hmm_range_fault() away.
 	 */
-	/* never over the source range it mirrors (xpmem_mirror.c) */
-	if (xpmem_mirror_maps_itself(att->seg, vma->vm_mm, vma->vm_start, att->offset,
-				  att->size))
-		return -EADDRNOTAVAIL;
 	vm_flags_set(vma, VM_MIXEDMAP | VM_IO | VM_DONTEXPAND | VM_DONTCOPY |
 			  VM_DONTDUMP);
 	/* THP "madvise" mode: attachments want huge PMDs (xpmem_fault.c) */
@@ -252,9 +252,10 @@ static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
  *
  * Return: the address, or an error value.
  */
-static unsigned long xpmem_attach_place(struct xpmem_att *att, struct file *file,
-				     unsigned long addr, unsigned long size,
-				     unsigned long offset)
+static unsigned long xpmem_attach_place(struct xpmem_att *att,
+					struct file *file,
+					unsigned long addr, unsigned long size,
+					unsigned long offset)
 {
 	unsigned long prot = PROT_READ | (att->writable ? PROT_WRITE : 0);
 	unsigned long lo = ULONG_MAX, hi = 0, mapped = -EINVAL;
@@ -359,8 +360,9 @@ static int xpmem_attach_mirror(struct xpmem_att *att)
  * The parts of the segment's ranges that segment offsets [@offset,
  * @offset + @size) of @att cover, one mirror each.
  */
-static void xpmem_attach_set_mirrors(struct xpmem_att *att, unsigned long offset,
-				  unsigned long size)
+static void xpmem_attach_set_mirrors(struct xpmem_att *att,
+				     unsigned long offset,
+				     unsigned long size)
 {
 	const struct xpmem_seg *seg = att->seg;
 	unsigned long end = offset + size;
@@ -380,9 +382,9 @@ static void xpmem_attach_set_mirrors(struct xpmem_att *att, unsigned long offset
 
 /* A new attachment of @permit, charged to @ctx; takes over @permit's ref. */
 static struct xpmem_att *xpmem_attach_alloc(struct xpmem_ctx *ctx,
-					 struct xpmem_permit *permit,
-					 unsigned long offset,
-					 unsigned long size)
+					    struct xpmem_permit *permit,
+					    unsigned long offset,
+					    unsigned long size)
 {
 	struct xpmem_seg *seg = permit->seg;
 	unsigned int first = xpmem_seg_range_index(seg, offset);
@@ -391,7 +393,8 @@ static struct xpmem_att *xpmem_attach_alloc(struct xpmem_ctx *ctx,
 	struct xpmem_att *att;
 	int ret;
 
-	if (!xpmem_ctx_charge_att(&ctx->nr_atts, READ_ONCE(xpmem_max_attachments)))
+	if (!xpmem_ctx_charge_att(&ctx->nr_atts,
+				  READ_ONCE(xpmem_max_attachments)))
 		return ERR_PTR(-ENOSPC);
 	/* 448 + 128 bytes a mirror: kvzalloc() beyond a few pages */
 	att = kvzalloc(struct_size(att, mirrors, nr), GFP_KERNEL_ACCOUNT);
@@ -401,7 +404,8 @@ static struct xpmem_att *xpmem_attach_alloc(struct xpmem_ctx *ctx,
 	}
 	att->nr_mirrors = nr;
 	att->first_range = first;
-	ret = simple_pin_fs(&xpmem_attach_fs_type, &xpmem_attach_mnt, &xpmem_attach_mnt_count);
+	ret = simple_pin_fs(&xpmem_attach_fs_type, &xpmem_attach_mnt,
+			    &xpmem_attach_mnt_count);
 	if (ret) {
 		atomic_dec(&ctx->nr_atts);
 		kvfree(att);
@@ -520,7 +524,8 @@ put_inode:
 }
 
 /**
- * xpmem_attach_create - ATTACH and EXT_ATTACH: map part of a segment into the caller
+ * xpmem_attach_create - ATTACH and EXT_ATTACH: map part of a segment into the
+ * caller
  * @ctx: the caller's device context
  * @apid: the caller's permit
  * @offset: segment offset, page aligned
@@ -550,8 +555,8 @@ put_inode:
  * while the owner's first notifier was being registered.
  */
 int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
-		 u64 size, unsigned long *vaddr, unsigned int flags,
-		 struct file **filep)
+			u64 size, unsigned long *vaddr, unsigned int flags,
+			struct file **filep)
 {
 	unsigned long addr = *vaddr, mapped;
 	struct xpmem_permit *permit;
@@ -620,8 +625,9 @@ int xpmem_attach_cmd(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
 
 	if (cmd->flags || cmd->offset < 0)
 		return -EINVAL;
-	ret = xpmem_attach_create(ctx, cmd->apid, cmd->offset, cmd->size, &vaddr,
-			   vaddr ? XPMEM_EXT_ATTACH_FIXED : 0, filep);
+	ret = xpmem_attach_create(ctx, cmd->apid, cmd->offset, cmd->size,
+				  &vaddr,
+				  vaddr ? XPMEM_EXT_ATTACH_FIXED : 0, filep);
 	if (!ret)
 		cmd->vaddr = vaddr;
 	return ret;

@@ -39,9 +39,10 @@ static bool xpmem_detach_vma_match(struct vm_area_struct *vma, void *data)
  * one).  Under the mmap_lock.  Return: its length, 0 if there is none, and
  * its start in *@start.
  */
-static unsigned long xpmem_detach_match_run(struct mm_struct *mm, unsigned long from,
-				     struct xpmem_unmap_what *what,
-				     unsigned long *start)
+static unsigned long xpmem_detach_match_run(struct mm_struct *mm,
+					    unsigned long from,
+					    struct xpmem_unmap_what *what,
+					    unsigned long *start)
 {
 	struct vm_area_struct *vma;
 	unsigned long end;
@@ -86,7 +87,7 @@ static unsigned long xpmem_detach_match_run(struct mm_struct *mm, unsigned long 
  * -ENOMEM from the first munmap means that nothing was unmapped.
  */
 static int xpmem_detach_unmap_matching(struct xpmem_att *att,
-				struct xpmem_permit *permit, bool must)
+				       struct xpmem_permit *permit, bool must)
 {
 	struct xpmem_unmap_what what = { .att = att, .permit = permit };
 	struct mm_struct *mm = current->mm;
@@ -163,7 +164,8 @@ int xpmem_detach_cmd(struct xpmem_ctx *ctx, unsigned long vaddr)
 	if (whole)
 		ret = vm_munmap(start, len);
 	else
-		ret = xpmem_detach_unmap_matching(file->private_data, NULL, false);
+		ret = xpmem_detach_unmap_matching(file->private_data, NULL,
+						  false);
 	fput(file);
 	return ret;
 }

@@ -6,13 +6,19 @@
  * fault_window_pages pages, or one PMD for ->huge_fault) in the owner's
  * mm with hmm_range_fault(), holding the owner's mmap_lock for reading,
  * until no invalidation overlapped the window (xpmem_fault_lock_stable(),
- * with xpmem_mirror.c's windows), then commits it under att->lock in one
+ * with the windows listed below), then commits it under att->lock in one
  * short step: PTEs, a PTE made writable, or a PMD (xpmem_map_commit()).
  * Every PTE is a special PFN PTE, so get_user_pages() never finds an
  * owner page through an attachment and nothing outlives an invalidation;
  * a page the owner maps read-only is never written through one.  The two
- * mmap_locks nest only as xpmem_internal.h says.  The whole story is in
- * docs/design.md, "Mirror, do not pin" and what follows it.
+ * mmap_locks nest as the lock tree in xpmem_internal.h says.  The whole
+ * story is in docs/design.md, "Mirror, do not pin" and what follows it.
+ *
+ * Reading order: xpmem_fault_common() (->fault and ->pfn_mkwrite), then
+ * xpmem_fault_lock_owner() and xpmem_fault_reversed() (the owner's lock),
+ * xpmem_fault_resolve() (one resolution: xpmem_fault_setup(), then
+ * xpmem_fault_lock_stable() and xpmem_fault_try(), then xpmem_map_commit()
+ * in xpmem_map.c); the window helpers above them; ->huge_fault last.
  */
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -83,13 +89,13 @@ bool xpmem_fault_vma_is_att(struct vm_area_struct *vma)
 }
 
 /*
- * @mm's mmap_lock for reading while @held's is held: the second of two,
- * which nest only in address order (see the lock order in
- * xpmem_internal.h; lockdep sees one class and cannot check it).
+ * @mm's mmap_lock for reading while @held's is held: the second of two
+ * (see the lock tree in xpmem_internal.h; lockdep sees one class and
+ * cannot check the order, so it is asserted here).
  * Return: 0, or -EINTR on a fatal signal.
  */
 static int xpmem_fault_lock_second_mm(struct mm_struct *held,
-				       struct mm_struct *mm)
+				      struct mm_struct *mm)
 {
 	WARN_ON_ONCE((unsigned long)held >= (unsigned long)mm);
 	return down_read_killable_nested(&mm->mmap_lock, SINGLE_DEPTH_NESTING);
@@ -141,10 +147,11 @@ static void xpmem_fault_window(struct vm_fault *vmf, struct xpmem_mirror *m,
  *
  * Context: may sleep; takes att->lock briefly.
  */
-static void xpmem_fault_win_begin(struct xpmem_fault_win *win, struct xpmem_mirror *m,
-		     struct mm_struct *owner, unsigned long start,
+static void xpmem_fault_win_begin(struct xpmem_fault_win *win,
+				  struct xpmem_mirror *m,
+				  struct mm_struct *owner, unsigned long start,
 		     unsigned long end, unsigned long required_start,
-		     unsigned long required_end)
+				  unsigned long required_end)
 {
 	struct xpmem_att *att = m->att;
 
@@ -209,8 +216,9 @@ static int xpmem_fault_win_settle(struct xpmem_fault_win *win)
  *
  * Context: may sleep; no att->lock held.
  */
-static void xpmem_fault_win_narrow(struct xpmem_fault_win *win, unsigned long start,
-		      unsigned long end)
+static void xpmem_fault_win_narrow(struct xpmem_fault_win *win,
+				   unsigned long start,
+				   unsigned long end)
 {
 	struct xpmem_att *att = win->m->att;
 
@@ -263,7 +271,8 @@ static void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked)
  * fallback or one wasted resolution); under the owner's mmap_lock, so the
  * tables above the slot stay.
  */
-static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
+static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner,
+					unsigned long haddr)
 {
 	pmd_t *pmd = xpmem_map_find_pmd(owner, haddr);
 	pmd_t val;
@@ -275,7 +284,8 @@ static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner, unsigned long h
 }
 
 #else
-static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
+static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner,
+					unsigned long haddr)
 {
 	return true;
 }
@@ -354,7 +364,7 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 /*
  * Under att->lock, the window not stale: keep only the part of it around
  * the faulting page that no invalidation touched since the attempt began
- * (the window's keep bounds, which lie inside f->range).
+ * (the window's usable part, which lies inside f->range).
  */
 static void xpmem_fault_trim(struct xpmem_fault *f)
 {
@@ -554,7 +564,7 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 
 /*
  * Take the owner's mmap_lock for reading without ever waiting for it
- * out of order (see the lock order in xpmem_internal.h).
+ * out of order (see the lock tree in xpmem_internal.h).
  *
  * Return: 0 with the lock held; 0 with *@reverse set if the caller must
  * drop the attacher's lock and take both in order (xpmem_fault_reversed());
@@ -655,46 +665,37 @@ put_file:
 	return ret;
 }
 
-/*
- * The fault and the mkwrite handlers.  @mkwrite: the PTE exists read-only
- * and the attacher writes; make the owner's page writable and the PTE
- * with it if it still maps that page, and the window's other read-only
- * PTEs of pages the owner maps writable (xpmem_map_mkwrite()).
+/**
+ * xpmem_fault_common - the ->fault and ->pfn_mkwrite handlers
+ * @vmf: the fault, in an attachment VMA
+ * @mkwrite: the PTE exists read-only and the attacher writes: make the
+ *	owner's page writable and the PTE with it if it still maps that page,
+ *	and the window's other read-only PTEs of pages the owner maps writable
  *
- * Called by the core with the attacher's mmap_lock held for reading (never
- * under the per-VMA lock: no ->map_pages), and never with an i_mmap_rwsem
- * or a folio lock held.  May wait for: the owner's mmap_lock (killably,
- * and out of address order never while holding the attacher's: see
- * xpmem_fault_lock_owner()), the owner's invalidations in flight over the
- * window (killably, xpmem_fault_win_settle()), att->pt_lock and att->lock
- * (held by others only briefly, never across a wait), the owner's own
- * page faults inside hmm_range_fault() (a write, ->fault or mkwrite, also
- * write-faults the owner's pages after it in the window: hmm faults to
- * the end of its walk), the owner folios' ->dirty_folio under att->lock
- * (without direct reclaim: xpmem_head_mark_dirty()), and the zap worker
- * (mkwrite, one page); the owner's userfaultfd handler, with no
- * mmap_lock held, killably (xpmem_userfault_handle()); a revoked
- * attachment only what xpmem_zero_fault() says.  A window with a page
- * the owner cannot fault (past its file's end, a guard page) is resolved
- * once more as the faulting page alone: the same waits again for one
- * page, att->lock briefly to narrow the listed window, nothing new.  A
- * ->pfn_mkwrite whose PTE names another page than the owner's writable
- * one zaps it and resolves the page once more as a write ->fault: the
- * same waits again, once.  The first fault of a mirror inserted while
- * the owner was invalidating waits, killably, until the owner's
- * invalidations in flight at the insertion have ended
- * (xpmem_fault_win_settle()).  So
- * nothing the owner does keeps it in an uninterruptible sleep for longer
- * than one of those bounded steps.
- * It maps only owner VMAs that are not attachments
- * (xpmem_mirror_vma_ok()), so it never builds a mirror of a mirror; the
- * mkwrite's upgrade of its window maps nothing new, it only makes
- * writable PTEs this attachment's faults placed, each still naming the
- * owner's page at its offset; a narrowed window maps a part of the same
- * owner VMA, checked the same way.  It commits - inserts or upgrades -
- * under att->lock after checking att->dead and the window: a REMOVE or
- * RELEASE that marked the attachment dead is seen, and an invalidation
- * after the commit zaps.
+ * Maps only owner VMAs that are not attachments (xpmem_mirror_vma_ok()),
+ * never a mirror of a mirror (a mkwrite's upgrade only makes writable
+ * PTEs this attachment's faults placed); commits under att->lock after
+ * checking att->dead and the window, so a REMOVE or RELEASE that marked
+ * the attachment dead is seen and an invalidation after the commit zaps.
+ *
+ * Context:
+ * - held on entry: the attacher's mmap_lock for reading (never the per-VMA
+ *   lock: no ->map_pages); never an i_mmap_rwsem or a folio lock.
+ * - takes: the owner's mmap_lock for reading, in address order only (see
+ *   the lock tree in xpmem_internal.h; xpmem_fault_lock_owner()), then
+ *   att->pt_lock and att->lock, each held by others only briefly.
+ * - may wait for, killably: the owner's mmap_lock, the owner's
+ *   invalidations in flight over the window and, for a new mirror, those
+ *   in flight at its insertion (xpmem_fault_win_settle()), the owner's
+ *   userfaultfd handler with no mmap_lock held (xpmem_userfault_handle()).
+ * - may wait for, bounded: the owner's own page faults in hmm_range_fault(),
+ *   the owner folios' ->dirty_folio (xpmem_head_mark_dirty()), the zap
+ *   worker (a mkwrite's one page); a window the owner cannot fault, or a
+ *   mkwrite on a stale PTE, repeats these once for one page.  Nothing the
+ *   owner does keeps it in an uninterruptible sleep longer than one step.
+ * - a revoked attachment: only what xpmem_zero_fault() says.
+ * Return: VM_FAULT_NOPAGE, VM_FAULT_RETRY (the attacher's mmap_lock
+ * dropped), VM_FAULT_SIGBUS, VM_FAULT_OOM or the owner fault's error.
  */
 static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 {
@@ -785,7 +786,7 @@ bool xpmem_fault_huge_enabled(void)
  * order (->fault knows how to).
  */
 static vm_fault_t xpmem_fault_vma_huge_fault(struct vm_fault *vmf,
-				       unsigned int order)
+					     unsigned int order)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct xpmem_att *att = vma->vm_private_data;
@@ -850,10 +851,10 @@ free_pfns:
  * be attacher PMDs.
  */
 unsigned long xpmem_fault_get_unmapped_area(struct file *file,
-					  unsigned long addr,
-					  unsigned long len,
-					  unsigned long pgoff,
-					  unsigned long flags)
+					    unsigned long addr,
+					    unsigned long len,
+					    unsigned long pgoff,
+					    unsigned long flags)
 {
 	struct xpmem_att *att = file->private_data;
 	unsigned long want, ret;
@@ -921,7 +922,7 @@ static int xpmem_fault_vma_mremap(struct vm_area_struct *vma)
  * its own i_mmap_rwsem should a placement check ever be missed.
  */
 static int xpmem_fault_vma_may_split(struct vm_area_struct *vma,
-				   unsigned long addr)
+				     unsigned long addr)
 {
 	return WARN_ON_ONCE(xpmem_fault_vma_maps_itself(vma)) ? -EINVAL : 0;
 }

@@ -61,12 +61,12 @@
  *                                nest in one order only: the one whose
  *                                mm_struct has the lower address first
  *                                (SINGLE_DEPTH_NESTING for the second);
- *                                how a fault keeps it: docs/design.md,
- *                                "Two mmap_locks".
+ *                                the fault never waits for them in the
+ *                                other order (xpmem_fault.c; also
+ *                                docs/design.md, "Two mmap_locks").
  *       att->pt_lock             page table pages of the attachment's
- *                                VMAs are allocated (xpmem_map.c),
- *                                and huge PMDs inserted (the fault's
- *                                commit, xpmem_fault.c), under it;
+ *                                VMAs are allocated and huge PMDs
+ *                                inserted under it (both xpmem_map.c);
  *                                so are the pages of a revoked
  *                                ZERO_REVOKED attachment (xpmem_zero.c)
  *         att->lock              the notifier lock; PTE insertion runs
@@ -102,7 +102,7 @@
  *                                read section is a memcpy with page
  *                                faults off, nothing nests in it but the
  *                                object flags it reads (xpmem_revoke.c)
- *   owner_notifier->lock                    the owner's invalidations in flight;
+ *   owner_notifier->lock         the owner's invalidations in flight;
  *                                leaf spinlock, taken by the invalidate
  *                                callback (before att->lock, or inside
  *                                it when non-blockable), by the owner's
@@ -167,12 +167,13 @@ struct vm_fault;
 struct vm_area_struct;
 
 /*
- * Owner pages an attachment remembers as "writable, resolved by a write
- * fault" until an invalidation touches them (xpmem_mirror.c); a small table
- * indexed by a hash of the owner address.
+ * The writable-page table of an attachment: owner pages it remembers as
+ * "writable, resolved by a write fault" until an invalidation touches
+ * them (filled and read by xpmem_map.c, forgotten by xpmem_mirror.c); a
+ * small table indexed by a hash of the owner address.
  */
-#define XPMEM_WRITABLE_BITS		4
-#define XPMEM_WRITABLE_SLOTS		BIT(XPMEM_WRITABLE_BITS)
+#define XPMEM_WRITABLE_BITS	4
+#define XPMEM_WRITABLE_SLOTS	BIT(XPMEM_WRITABLE_BITS)
 
 /*
  * Pages per bitmap of xpmem_att.mapped: a page table's worth with 4 KiB
@@ -368,15 +369,18 @@ struct xpmem_att {
 	 */
 	struct inode *inode;
 	struct mutex lock;		/* the notifiers' lock */
-	struct mutex pt_lock;		/* page tables, PMDs (map.c, fault.c) */
+	struct mutex pt_lock;		/* page tables, PMDs (xpmem_map.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
 	bool dead;			/* under lock: revoked (SIGBUS) */
 	bool zero_revoked;		/* revoked: zeros, not SIGBUS */
 	struct xarray zero_pages;	/* its private pages once revoked */
 	struct xpmem_user *zero_user;	/* charged for them (referenced) */
-	/* under lock: windows of faults in progress (xpmem_mirror.c) */
+	/*
+	 * under lock: windows of faults in progress (struct xpmem_fault_win:
+	 * listed by xpmem_fault.c, marked by xpmem_mirror.c)
+	 */
 	struct list_head faults;
-	/* under lock: owner pages a write fault found writable */
+	/* under lock: the writable-page table (XPMEM_WRITABLE_BITS) */
 	struct xpmem_writable_page {
 		unsigned long oaddr;	/* owner address; 0: empty */
 		unsigned long pfn;
@@ -403,7 +407,11 @@ struct xpmem_att {
 
 /*
  * Interfaces, one heading per file, in layer order: a file calls only the
- * files above its heading here (docs/design.md, "Layers").
+ * files above its heading here (docs/design.md, "Layers").  Every
+ * function of xpmem_FOO.c is named xpmem_FOO_*, with one exception: the
+ * lifetime helpers of struct xpmem_user (xpmem_user_get(),
+ * xpmem_user_hold(), xpmem_user_put()) live in xpmem_ctx.c, which owns
+ * the users.
  */
 
 /* xpmem_stats.c: counters, sysfs */
@@ -496,7 +504,7 @@ void xpmem_seg_withdraw(struct xpmem_seg *seg);
 int xpmem_permit_init(void);
 void xpmem_permit_exit(void);
 int xpmem_permit_create(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
-	      const struct xpmem_seg_opts *opts, xpmem_apid_t *apid);
+			const struct xpmem_seg_opts *opts, xpmem_apid_t *apid);
 int xpmem_permit_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd);
 struct xpmem_permit *xpmem_permit_lookup(xpmem_apid_t apid);
 void xpmem_permit_get(struct xpmem_permit *permit);
@@ -654,21 +662,21 @@ bool xpmem_mirror_vma_ok(struct vm_area_struct *vma);
 bool xpmem_fault_huge_enabled(void);
 unsigned long xpmem_fault_window_pages(void);
 unsigned long xpmem_fault_get_unmapped_area(struct file *file,
-					  unsigned long addr,
-					  unsigned long len,
-					  unsigned long pgoff,
+					    unsigned long addr,
+					    unsigned long len,
+					    unsigned long pgoff,
 					  unsigned long flags);	/* if huge */
 
 /* xpmem_populate.c: faulting attachments in ahead of their first access */
 void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
 			unsigned long a, unsigned long end, bool write);
 int xpmem_populate_range(unsigned long vaddr, unsigned long len,
-			     bool write);
+			 bool write);
 
 /* xpmem_attach.c: attachments, their files and their VMAs */
 int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
-		 u64 size, unsigned long *vaddr, unsigned int flags,
-		 struct file **filep);
+			u64 size, unsigned long *vaddr, unsigned int flags,
+			struct file **filep);
 int xpmem_attach_cmd(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
 		     struct file **filep);
 

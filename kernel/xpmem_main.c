@@ -6,7 +6,7 @@
  * The classic commands are _IO('x', 0..8) with their historical argument
  * layouts, the extension commands _IOWR('x', 0x20 + n, struct) with
  * fixed-width ones (include/xpmem_uapi.h).  Each command copies its
- * argument in, checks it (one xpmem_check_*() per extension command,
+ * argument in, checks it (one xpmem_main_check_*() per extension command,
  * shared by the ioctl and the io_uring paths), calls one function of the
  * core and copies the result out; a result that cannot be copied out is
  * undone so nothing is left behind that the caller cannot name.
@@ -123,7 +123,8 @@ static long xpmem_main_ioctl_make(struct xpmem_ctx *ctx, void __user *uarg)
 	ret = xpmem_seg_cmd_make(ctx, &cmd);
 	if (ret)
 		return ret;
-	if (put_user(cmd.segid, &((struct xpmem_cmd_make __user *)uarg)->segid)) {
+	if (put_user(cmd.segid,
+		     &((struct xpmem_cmd_make __user *)uarg)->segid)) {
 		xpmem_main_remove(ctx, cmd.segid);
 		return -EFAULT;
 	}
@@ -182,7 +183,7 @@ static int xpmem_main_attach_prepare_out(__u64 __user *out)
 }
 
 static int xpmem_main_attach_copy_out(struct file *file, __u64 vaddr,
-				 __u64 __user *out)
+				      __u64 __user *out)
 {
 	int ret = put_user(vaddr, out) ? -EFAULT : 0;
 
@@ -250,7 +251,8 @@ static int xpmem_main_check_make(const struct xpmem_ext_make *cmd)
 	    ((cmd->flags & XPMEM_EXT_MAKE_ANY_NS) &&
 	     !(cmd->flags & XPMEM_EXT_MAKE_AUTH)) ||
 	    !xpmem_main_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
-	    !xpmem_main_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_KEY, cmd->key_len,
+	    !xpmem_main_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_KEY,
+				     cmd->key_len,
 				cmd->key, sizeof(cmd->key)) ||
 	    !xpmem_main_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_AUTH,
 				cmd->auth_len, cmd->auth, sizeof(cmd->auth)))
@@ -340,8 +342,8 @@ static void xpmem_main_query(struct xpmem_ext_query *q)
  * array of @cmd->size read from @cmd->vaddr into *@alloc.
  */
 static int xpmem_main_make_iov(const struct xpmem_ext_make *cmd,
-			  struct xpmem_ext_iov *one,
-			  struct xpmem_ext_iov **alloc)
+			       struct xpmem_ext_iov *one,
+			       struct xpmem_ext_iov **alloc)
 {
 	u64 nr = cmd->size;
 
@@ -365,8 +367,8 @@ static int xpmem_main_make_iov(const struct xpmem_ext_make *cmd,
 }
 
 static int xpmem_main_ext_make(struct xpmem_ctx *ctx,
-			  const struct xpmem_ext_make *cmd,
-			  xpmem_segid_t *segid)
+			       const struct xpmem_ext_make *cmd,
+			       xpmem_segid_t *segid)
 {
 	struct xpmem_seg_opts opts = {
 		.rdonly = cmd->flags & XPMEM_EXT_MAKE_RDONLY,
@@ -393,8 +395,8 @@ static int xpmem_main_ext_make(struct xpmem_ctx *ctx,
 }
 
 static int xpmem_main_ext_get(struct xpmem_ctx *ctx,
-			 const struct xpmem_ext_get *cmd,
-			 xpmem_segid_t *segid, xpmem_apid_t *apid)
+			      const struct xpmem_ext_get *cmd,
+			      xpmem_segid_t *segid, xpmem_apid_t *apid)
 {
 	struct xpmem_seg_opts opts = {};
 	struct xpmem_seg *seg;
@@ -410,7 +412,8 @@ static int xpmem_main_ext_get(struct xpmem_ctx *ctx,
 		opts.auth = cmd->auth;
 		opts.auth_len = cmd->auth_len;
 	}
-	return xpmem_permit_create(ctx, seg, cmd->flags & (XPMEM_RDONLY | XPMEM_RDWR),
+	return xpmem_permit_create(ctx, seg,
+				   cmd->flags & (XPMEM_RDONLY | XPMEM_RDWR),
 			 &opts, apid);
 }
 
@@ -472,7 +475,8 @@ static long xpmem_main_ioctl_ext_get(struct xpmem_ctx *ctx, void __user *uarg)
 	return ret;
 }
 
-static long xpmem_main_ioctl_ext_attach(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_ext_attach(struct xpmem_ctx *ctx,
+					void __user *uarg)
 {
 	struct xpmem_ext_attach __user *ucmd = uarg;
 	struct xpmem_ext_attach cmd;
@@ -488,7 +492,7 @@ static long xpmem_main_ioctl_ext_attach(struct xpmem_ctx *ctx, void __user *uarg
 	vaddr = cmd.vaddr;
 	ret = xpmem_main_attach_prepare_out(&ucmd->vaddr) ?:
 	      xpmem_attach_create(ctx, cmd.apid, cmd.offset, cmd.size, &vaddr,
-			   cmd.flags, &file);
+				  cmd.flags, &file);
 	if (ret)
 		return ret;
 	return xpmem_main_attach_copy_out(file, vaddr, &ucmd->vaddr);
@@ -500,7 +504,8 @@ static long xpmem_main_ioctl_ext_copy(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_main_check_copy(&cmd) ?: xpmem_copy(ctx, &cmd, false, NULL, 0);
+	return xpmem_main_check_copy(&cmd) ?:
+	       xpmem_copy(ctx, &cmd, false, NULL, 0);
 }
 
 static long xpmem_main_ioctl_ext_populate(void __user *uarg)
@@ -511,12 +516,13 @@ static long xpmem_main_ioctl_ext_populate(void __user *uarg)
 		return -EFAULT;
 	return xpmem_main_check_populate(&cmd) ?:
 	       xpmem_populate_range(cmd.vaddr, cmd.len,
-					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
+				    cmd.flags & XPMEM_EXT_POPULATE_WRITE);
 }
 
 /* ---- ioctl -------------------------------------------------------------- */
 
-static long xpmem_main_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+static long xpmem_main_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long arg)
 {
 	struct xpmem_ctx *ctx = file->private_data;
 	void __user *uarg = (void __user *)arg;
@@ -571,7 +577,7 @@ static long xpmem_main_ioctl(struct file *file, unsigned int cmd, unsigned long 
  * then the struct it points to.
  */
 static int xpmem_main_uring_arg(struct io_uring_cmd *ioucmd, void *arg,
-			   size_t size)
+				size_t size)
 {
 	const struct xpmem_ext_uring_cmd *uc = xpmem_uring_cmd_area(ioucmd);
 	u64 uarg = READ_ONCE(uc->arg);
@@ -584,8 +590,8 @@ static int xpmem_main_uring_arg(struct io_uring_cmd *ioucmd, void *arg,
 }
 
 static int xpmem_main_uring_copy(struct xpmem_ctx *ctx,
-			    struct io_uring_cmd *ioucmd,
-			    unsigned int issue_flags)
+				 struct io_uring_cmd *ioucmd,
+				 unsigned int issue_flags)
 {
 	bool fixed = xpmem_uring_cmd_fixed(ioucmd);
 	struct xpmem_ext_copy cmd;
@@ -599,7 +605,7 @@ static int xpmem_main_uring_copy(struct xpmem_ctx *ctx,
 }
 
 static int xpmem_main_uring_populate(struct io_uring_cmd *ioucmd,
-				unsigned int issue_flags)
+				     unsigned int issue_flags)
 {
 	struct xpmem_ext_populate cmd;
 
@@ -609,7 +615,7 @@ static int xpmem_main_uring_populate(struct io_uring_cmd *ioucmd,
 	return xpmem_main_uring_arg(ioucmd, &cmd, sizeof(cmd)) ?:
 	       xpmem_main_check_populate(&cmd) ?:
 	       xpmem_populate_range(cmd.vaddr, cmd.len,
-					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
+				    cmd.flags & XPMEM_EXT_POPULATE_WRITE);
 }
 
 /*
@@ -630,7 +636,7 @@ static int xpmem_main_uring_populate(struct io_uring_cmd *ioucmd,
  * (xpmem_uring_result()).
  */
 static int xpmem_main_uring_cmd(struct io_uring_cmd *ioucmd,
-			   unsigned int issue_flags)
+				unsigned int issue_flags)
 {
 	struct xpmem_ctx *ctx = ioucmd->file->private_data;
 

@@ -79,7 +79,7 @@ pmd_t *xpmem_map_find_pmd(struct mm_struct *mm, unsigned long addr)
  * nothing present is mapped there (none, swap, migration entries).
  */
 static bool xpmem_map_owner_pfn(struct mm_struct *mm, unsigned long oaddr,
-			    unsigned long *pfn, bool *write)
+				unsigned long *pfn, bool *write)
 {
 	pgd_t *pgd = pgd_offset(mm, oaddr);
 	p4d_t *p4d;
@@ -144,8 +144,8 @@ static bool xpmem_map_owner_pfn(struct mm_struct *mm, unsigned long oaddr,
  * then repeated rather than failed).
  */
 static bool xpmem_map_verify(struct mm_struct *owner, unsigned long oaddr,
-			unsigned long *pfns, unsigned long npages,
-			unsigned long fidx)
+			     unsigned long *pfns, unsigned long npages,
+			     unsigned long fidx)
 {
 	unsigned long i, pfn;
 	bool write;
@@ -246,8 +246,8 @@ int xpmem_map_prepare_pt(struct vm_fault *vmf)
  * Return: 0 or what @fn returned; -EAGAIN if @pmd holds no page table.
  */
 static int xpmem_map_pte_apply(struct mm_struct *mm, pmd_t *pmd,
-			   unsigned long addr, unsigned long npages,
-			   pte_fn_t fn, void *data)
+			       unsigned long addr, unsigned long npages,
+			       pte_fn_t fn, void *data)
 {
 	unsigned long i;
 	spinlock_t *ptl;	/* the table's lock (split PTE locks) */
@@ -300,7 +300,7 @@ static void xpmem_map_touch(unsigned long hmm_pfn, bool write)
  * (it may, without another fault).  Accessed is the faulting page's alone.
  */
 static void xpmem_map_dirty_window(const unsigned long *pfns,
-				     unsigned long npages)
+				   unsigned long npages)
 {
 	struct page *head, *last = NULL;
 	unsigned long i, pfn;
@@ -379,7 +379,7 @@ set:
 }
 
 static vm_fault_t xpmem_map_set_writable(struct xpmem_map_upgrade *u,
-					   unsigned long npages)
+					 unsigned long npages)
 {
 	struct vm_fault *vmf = u->vmf;
 	struct mm_struct *mm = vmf->vma->vm_mm;
@@ -393,12 +393,13 @@ static vm_fault_t xpmem_map_set_writable(struct xpmem_map_upgrade *u,
 	/* gone meanwhile (PT_RECLAIM): the repeated access faults again */
 	if (u->pfns) {
 		if (xpmem_map_pte_apply(mm, pmd, u->start, npages,
-				    xpmem_map_upgrade_pte, u))
+					xpmem_map_upgrade_pte, u))
 			return VM_FAULT_NOPAGE;
 		xpmem_map_dirty_window(u->pfns, npages);
 	}
 	u->commit = true;
-	xpmem_map_pte_apply(mm, pmd, u->start, npages, xpmem_map_upgrade_pte, u);
+	xpmem_map_pte_apply(mm, pmd, u->start, npages, xpmem_map_upgrade_pte,
+			    u);
 	if (u->upgraded)
 		atomic_long_add(u->upgraded, &xpmem_stats.pages_upgraded);
 	return VM_FAULT_NOPAGE;
@@ -432,8 +433,9 @@ xpmem_map_writable_slot(struct xpmem_att *att, unsigned long oaddr)
  * Remembered for the ->pfn_mkwrite that may follow, until an invalidation
  * touches @oaddr.  Under att->lock, window not stale.
  */
-static void xpmem_map_writable_remember(struct xpmem_att *att, unsigned long oaddr,
-				 unsigned long pfn)
+static void xpmem_map_writable_remember(struct xpmem_att *att,
+					unsigned long oaddr,
+					unsigned long pfn)
 {
 	struct xpmem_writable_page *w = xpmem_map_writable_slot(att, oaddr);
 
@@ -452,7 +454,7 @@ static void xpmem_map_writable_remember(struct xpmem_att *att, unsigned long oad
  * Forgets it on a hit (one ->pfn_mkwrite per write fault).  Under att->lock.
  */
 static bool xpmem_map_writable_take(struct xpmem_att *att, unsigned long oaddr,
-			     unsigned long pfn)
+				    unsigned long pfn)
 {
 	struct xpmem_writable_page *w = xpmem_map_writable_slot(att, oaddr);
 
@@ -469,7 +471,7 @@ static bool xpmem_map_writable_take(struct xpmem_att *att, unsigned long oaddr,
  * PTE still names it, the owner still maps it writable.
  */
 bool xpmem_map_mkwrite_fast(struct vm_fault *vmf,
-			      struct xpmem_att *att, unsigned long oaddr)
+			    struct xpmem_att *att, unsigned long oaddr)
 {
 	unsigned long pfn = pte_pfn(vmf->orig_pte);
 	bool hit;
@@ -543,9 +545,9 @@ static int xpmem_map_fill_pte(pte_t *ptep, unsigned long addr, void *data)
  * nothing is allocated under att->lock.
  */
 static vm_fault_t xpmem_map_insert(struct vm_fault *vmf, unsigned long start,
-			      const unsigned long *pfns,
-			      unsigned long npages, unsigned long fidx,
-			      bool write)
+				   const unsigned long *pfns,
+				   unsigned long npages, unsigned long fidx,
+				   bool write)
 {
 	struct xpmem_map_fill fill = {
 		.vma = vmf->vma, .pfns = pfns, .start = start,
@@ -561,7 +563,7 @@ static vm_fault_t xpmem_map_insert(struct vm_fault *vmf, unsigned long start,
 	if (fill.write)
 		xpmem_map_dirty_window(pfns, npages);
 	if (xpmem_map_pte_apply(vmf->vma->vm_mm, pmd, start, npages,
-			    xpmem_map_fill_pte, &fill))
+				xpmem_map_fill_pte, &fill))
 		return VM_FAULT_NOPAGE;	/* the table went: repeat */
 	xpmem_map_touch(pfns[fidx], fill.write);
 	atomic_long_add(fill.mapped, &xpmem_stats.pages_mapped);
@@ -581,8 +583,8 @@ static vm_fault_t xpmem_map_insert(struct vm_fault *vmf, unsigned long start,
  * Return: VM_FAULT_NOPAGE, with *@zap set if the written PTE must go.
  */
 static vm_fault_t xpmem_map_mkwrite(struct vm_fault *vmf, unsigned long start,
-			       unsigned long *pfns, unsigned long npages,
-			       unsigned long fidx, bool *zap)
+				    unsigned long *pfns, unsigned long npages,
+				    unsigned long fidx, bool *zap)
 {
 	struct xpmem_map_upgrade u = { .vmf = vmf, .pfns = pfns, .start = start };
 	unsigned long hmm_pfn = pfns[fidx];
@@ -615,8 +617,8 @@ static bool xpmem_map_folio_is_owners(struct folio *folio)
  * for a write.  Under att->pt_lock and att->lock, window not stale.
  */
 static vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
-				  const unsigned long *pfns,
-				  unsigned long fidx, bool write)
+				       const unsigned long *pfns,
+				       unsigned long fidx, bool write)
 {
 	unsigned long pfn0 = xpmem_map_hmm_pfn(pfns[0]);
 	pmd_t *pmd = vmf->pmd, orig;
@@ -652,8 +654,8 @@ static vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
 }
 #else
 static vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
-				  const unsigned long *pfns,
-				  unsigned long fidx, bool write)
+				       const unsigned long *pfns,
+				       unsigned long fidx, bool write)
 {
 	return VM_FAULT_FALLBACK;
 }
@@ -702,7 +704,7 @@ vm_fault_t xpmem_map_commit(struct xpmem_fault *f, bool *zap)
 	 * below names another page than the owner's there.
 	 */
 	if (!xpmem_map_verify(att->seg->mm, xpmem_map_oaddr(f, f->lo),
-				pfns, npages, f->fidx)) {
+			      pfns, npages, f->fidx)) {
 		if (f->kind == XPMEM_FAULT_PMD)
 			return VM_FAULT_FALLBACK;
 		*zap = f->kind == XPMEM_FAULT_MKWRITE;
@@ -716,7 +718,7 @@ vm_fault_t xpmem_map_commit(struct xpmem_fault *f, bool *zap)
 	if (f->kind == XPMEM_FAULT_PMD)
 		return xpmem_map_insert_pmd(f->vmf, pfns, f->fidx, f->write);
 	ret = xpmem_map_insert(f->vmf, f->lo, pfns, npages, f->fidx,
-				 f->write);
+			       f->write);
 	if (f->write && !(ret & VM_FAULT_ERROR) &&
 	    (pfns[f->fidx] & HMM_PFN_WRITE))
 		xpmem_map_writable_remember(att, f->oaddr,

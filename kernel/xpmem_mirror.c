@@ -97,8 +97,8 @@ struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
  * Checked wherever a mapping is placed: mmap, mremap and split.
  */
 bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
-			   unsigned long addr, unsigned long off,
-			   unsigned long len)
+			      unsigned long addr, unsigned long off,
+			      unsigned long len)
 {
 	unsigned long end = off + len;
 	unsigned int i;
@@ -155,7 +155,8 @@ struct xpmem_owner_inval {
 
 static struct mmu_notifier *xpmem_mirror_owner_alloc(struct mm_struct *mm)
 {
-	struct xpmem_owner_notifier *notif = kzalloc(sizeof(*notif), GFP_KERNEL_ACCOUNT);
+	struct xpmem_owner_notifier *notif = kzalloc(sizeof(*notif),
+						     GFP_KERNEL_ACCOUNT);
 
 	if (!notif)
 		return ERR_PTR(-ENOMEM);
@@ -167,7 +168,8 @@ static struct mmu_notifier *xpmem_mirror_owner_alloc(struct mm_struct *mm)
 
 static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
 {
-	struct xpmem_owner_notifier *notif = container_of(mn, struct xpmem_owner_notifier, mn);
+	struct xpmem_owner_notifier *notif =
+		container_of(mn, struct xpmem_owner_notifier, mn);
 	struct xpmem_owner_inval *f, *tmp;
 
 	list_for_each_entry_safe(f, tmp, &notif->inflight, node) {
@@ -185,8 +187,8 @@ static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
  * Called by the core with whatever the invalidating task holds: the
  * owner's mmap_lock, folio locks, the i_mmap_rwsem of a file whose folios
  * it unmaps or of an attachment whose VMA it splits or moves.  May wait
- * for: owner_notifier->lock (a leaf spinlock); the zap worker, which needs only the
- * listed attachments' i_mmap_rwsem and the attachers' page table locks -
+ * for: owner_notifier->lock (a leaf spinlock); the zap worker, which needs only
+ * the listed attachments' i_mmap_rwsem and the attachers' page table locks -
  * and a zap is listed only where its attachment may have a PTE, never
  * over an attachment VMA, so never for an i_mmap_rwsem the core holds
  * (see "Zapping" in xpmem_zap.c: the same grounds on which the callbacks
@@ -201,9 +203,10 @@ static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
  * non-blockable start finds nothing.
  */
 static int xpmem_mirror_owner_start(struct mmu_notifier *mn,
-				 const struct mmu_notifier_range *range)
+				    const struct mmu_notifier_range *range)
 {
-	struct xpmem_owner_notifier *notif = container_of(mn, struct xpmem_owner_notifier, mn);
+	struct xpmem_owner_notifier *notif =
+		container_of(mn, struct xpmem_owner_notifier, mn);
 	struct xpmem_owner_inval *f;
 	LIST_HEAD(zaps);
 
@@ -229,13 +232,14 @@ static int xpmem_mirror_owner_start(struct mmu_notifier *mn,
 
 /*
  * The end of any invalidation of the owner's mm.  Called with whatever
- * the invalidating task holds; takes owner_notifier->lock only (a leaf) and waits
- * for nothing: its start has done the listed zaps.
+ * the invalidating task holds; takes owner_notifier->lock only (a leaf) and
+ * waits for nothing: its start has done the listed zaps.
  */
 static void xpmem_mirror_owner_end(struct mmu_notifier *mn,
-				const struct mmu_notifier_range *range)
+				   const struct mmu_notifier_range *range)
 {
-	struct xpmem_owner_notifier *notif = container_of(mn, struct xpmem_owner_notifier, mn);
+	struct xpmem_owner_notifier *notif =
+		container_of(mn, struct xpmem_owner_notifier, mn);
 	struct xpmem_owner_inval *f, *found = NULL;
 
 	/* listed, if at all, by this same task before: no race */
@@ -271,7 +275,7 @@ static const struct mmu_notifier_ops xpmem_mirror_owner_ops = {
 
 /* The segment's hold of the owner's record, registering it if need be. */
 static struct xpmem_owner_ref *xpmem_mirror_seg_owner(struct xpmem_seg *seg,
-					   struct mm_struct *mm)
+						      struct mm_struct *mm)
 {
 	/* pairs with the cmpxchg_release() that publishes it below */
 	struct xpmem_owner_ref *r = smp_load_acquire(&seg->owner_ref);
@@ -318,7 +322,8 @@ int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm)
 	/* the segment's hold keeps it: @att holds the segment */
 	refcount_inc(&r->ref);
 	att->owner_ref = r;
-	att->owner_notifier = container_of(r->mn, struct xpmem_owner_notifier, mn);
+	att->owner_notifier = container_of(r->mn, struct xpmem_owner_notifier,
+					   mn);
 	return 0;
 }
 
@@ -341,7 +346,8 @@ void xpmem_mirror_owner_put(struct xpmem_att *att)
  * the release at exit and when no memory was left for one.
  */
 static struct xpmem_owner_inval *
-xpmem_mirror_owner_note(struct xpmem_owner_notifier *notif, const struct mmu_notifier_range *range)
+xpmem_mirror_owner_note(struct xpmem_owner_notifier *notif,
+			const struct mmu_notifier_range *range)
 {
 	struct xpmem_owner_inval *f, *new;
 
@@ -372,15 +378,15 @@ xpmem_mirror_owner_note(struct xpmem_owner_notifier *notif, const struct mmu_not
 
 /*
  * List a zap of @att's segment offsets [@off, @off + @len) on @f, the
- * record xpmem_mirror_owner_note() returned for this invalidation (it stays until
- * the invalidation's end, which only the invalidating task - this one -
+ * record xpmem_mirror_owner_note() returned for this invalidation (it stays
+ * until the invalidation's end, which only the invalidating task - this one -
  * reaches), for the owner's invalidate_range_start to do.  Return: false
  * without a record or memory: the caller zaps itself.
  */
 static bool xpmem_mirror_defer_zap(struct xpmem_owner_notifier *notif,
-				struct xpmem_owner_inval *f,
-				struct xpmem_att *att, unsigned long off,
-				unsigned long len)
+				   struct xpmem_owner_inval *f,
+				   struct xpmem_att *att, unsigned long off,
+				   unsigned long len)
 {
 	struct xpmem_zap *z;
 
@@ -395,8 +401,9 @@ static bool xpmem_mirror_defer_zap(struct xpmem_owner_notifier *notif,
 	return true;
 }
 
-static bool xpmem_mirror_owner_busy(struct xpmem_owner_notifier *notif, unsigned long start,
-			   unsigned long end)
+static bool xpmem_mirror_owner_busy(struct xpmem_owner_notifier *notif,
+				    unsigned long start,
+				    unsigned long end)
 {
 	struct xpmem_owner_inval *f;
 	bool busy = false;
@@ -587,8 +594,8 @@ static void xpmem_mirror_mark_stale(struct xpmem_att *att,
  * touched.
  */
 static bool xpmem_mirror_invalidate(struct mmu_interval_notifier *mni,
-				 const struct mmu_notifier_range *range,
-				 unsigned long cur_seq)
+				    const struct mmu_notifier_range *range,
+				    unsigned long cur_seq)
 {
 	struct xpmem_mirror *m = container_of(mni, struct xpmem_mirror,
 					      notifier);
@@ -644,7 +651,7 @@ static bool xpmem_mirror_invalidate(struct mmu_interval_notifier *mni,
 	atomic_long_inc(&xpmem_stats.invalidations);
 	off = m->r.off + (start - m->r.oaddr);
 	if (zap && !xpmem_mirror_defer_zap(att->owner_notifier, rec, att, off,
-					end - start)) {
+					   end - start)) {
 		xpmem_zap_att(att, off, end - start);
 		xpmem_zap_mapped_forget(att, off, end - start);
 	}

@@ -102,7 +102,7 @@ static int xpmem_permit_seg_access(const struct xpmem_seg *seg, int flags)
  * how much of a wrong key was right.
  */
 static bool xpmem_permit_auth_ok(const struct xpmem_seg *seg,
-			  const struct xpmem_seg_opts *opts)
+				 const struct xpmem_seg_opts *opts)
 {
 	const u8 *auth = opts ? opts->auth : NULL;
 	unsigned int diff, i;
@@ -130,7 +130,7 @@ static bool xpmem_permit_auth_ok(const struct xpmem_seg *seg,
  * limit, -ENOMEM.
  */
 int xpmem_permit_create(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
-	      const struct xpmem_seg_opts *opts, xpmem_apid_t *apid)
+			const struct xpmem_seg_opts *opts, xpmem_apid_t *apid)
 {
 	struct xpmem_permit *permit;
 	int ret;
@@ -149,7 +149,7 @@ int xpmem_permit_create(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 		goto put_seg;
 
 	if (!xpmem_ctx_charge(&ctx->user->nr_permits,
-			       READ_ONCE(xpmem_max_permits))) {
+			      READ_ONCE(xpmem_max_permits))) {
 		ret = -ENOSPC;
 		goto put_seg;
 	}
@@ -178,9 +178,10 @@ int xpmem_permit_create(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 		/*
 		 * Published: from the unlock on, RELEASE by another thread of
 		 * the caller's, or the close of its file, can end it; only
-		 * GET's own reference keeps it.
+		 * GET's own reference keeps it.  Here the ctx list takes its
+		 * own (dropped by RELEASE or the close).
 		 */
-		kref_get(&permit->ref);	/* the ctx list's (RELEASE's, close's) */
+		kref_get(&permit->ref);
 		permit->ctx = ctx;
 		list_add(&permit->ctx_node, &ctx->permits);
 		/* its segment's end reaches it there (xpmem_event.c) */

@@ -22,8 +22,8 @@
  * mapped at @base), and *@oaddr the owner address of @a.
  */
 static unsigned long xpmem_populate_range_end(struct xpmem_att *att,
-					 unsigned long base, unsigned long a,
-					 unsigned long *oaddr)
+					      unsigned long base, unsigned long a,
+					      unsigned long *oaddr)
 {
 	struct xpmem_seg *seg = att->seg;
 	unsigned long off = att->offset + (a - base);
@@ -43,14 +43,14 @@ static unsigned long xpmem_populate_range_end(struct xpmem_att *att,
  * mmap_lock held.
  */
 static unsigned long xpmem_populate_skip_hole(struct xpmem_att *att,
-					 unsigned long base, unsigned long a,
-					 unsigned long end)
+					      unsigned long base, unsigned long a,
+					      unsigned long end)
 {
 	struct mm_struct *owner = att->seg->mm;
 	unsigned long oaddr;
 	/* distances from @a */
-	unsigned long d = min(end, xpmem_populate_range_end(att, base, a, &oaddr)) -
-			  a;
+	unsigned long d = min(end, xpmem_populate_range_end(att, base, a,
+							     &oaddr)) - a;
 	struct vm_area_struct *vma;
 
 	if (!mmget_not_zero(owner))
@@ -69,15 +69,15 @@ static unsigned long xpmem_populate_skip_hole(struct xpmem_att *att,
 /*
  * Where the owner VMA that maps @oaddr (the owner address of attacher
  * address @a) ends, as an attacher address; @next if the owner's
- * mmap_lock is not free at once (the caller holds the attacher's: no
- * waiting out of order) or nothing maps @oaddr.  A fault window stops
- * there, so populating goes on from there rather than from the next
+ * mmap_lock is not free at once (the caller holds the attacher's: see
+ * the lock tree in xpmem_internal.h) or nothing maps @oaddr.  A fault window
+ * stops there, so populating goes on from there rather than from the next
  * window.
  */
 static unsigned long xpmem_populate_owner_vma_end(struct xpmem_att *att,
-					     unsigned long a,
-					     unsigned long oaddr,
-					     unsigned long next)
+						  unsigned long a,
+						  unsigned long oaddr,
+						  unsigned long next)
 {
 	struct mm_struct *owner = att->seg->mm;
 	struct vm_area_struct *ovma;
@@ -106,8 +106,8 @@ static unsigned long xpmem_populate_owner_vma_end(struct xpmem_att *att,
  *
  * Faults each fault window of [@a, @end) once, as an access to its first
  * page would, so that the first pass over what the owner has resident
- * takes no fault.  Windows the owner maps nothing in are skipped by looking up its next
- * VMA, so a sparse whole-address-space attachment costs one lookup per
+ * takes no fault.  Windows the owner maps nothing in are skipped by looking up
+ * its next VMA, so a sparse whole-address-space attachment costs one lookup per
  * hole.  Best effort: stops early on a fatal signal, on an error other
  * than a hole, or if the attachment is unmapped meanwhile.  The caller
  * holds a reference to the attachment's file, so @att stays.
@@ -137,11 +137,13 @@ void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
 		if (ret && ret != -EFAULT)
 			break;
 		if (!ret)	/* the window stopped at the owner VMA's end? */
-			next = xpmem_populate_owner_vma_end(att, a, oaddr, next);
+			next = xpmem_populate_owner_vma_end(att, a, oaddr,
+							    next);
 		if (ret || need_resched()) {
 			mmap_read_unlock(mm);
 			if (ret)	/* nothing to map here */
-				next = xpmem_populate_skip_hole(att, base, a, end);
+				next = xpmem_populate_skip_hole(att, base, a,
+								end);
 			cond_resched();
 			if (mmap_read_lock_killable(mm))
 				return;
@@ -166,7 +168,7 @@ void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
  * fatal signal.
  */
 int xpmem_populate_range(unsigned long vaddr, unsigned long len,
-			     bool write)
+			 bool write)
 {
 	struct mm_struct *mm = current->mm;
 	unsigned long a = vaddr, end, base, stop;

@@ -98,7 +98,8 @@ static void xpmem_seg_free(struct kref *ref)
 	struct xpmem_seg *seg = container_of(ref, struct xpmem_seg, ref);
 
 	WARN_ON_ONCE(!list_empty(&seg->atts));
-	xpmem_seg_key_release(seg);		/* withdrawn already, unless never */
+	/* withdrawn already, unless never */
+	xpmem_seg_key_release(seg);
 	xpmem_put_ipc_ns(seg->ipc_ns);
 	put_user_ns(seg->user_ns);
 	if (seg->owner_ref)
@@ -212,8 +213,9 @@ bool xpmem_seg_visible(const struct xpmem_seg *seg)
 	       xpmem_seg_host_ids_enabled();
 }
 
-static void xpmem_seg_key_fill(struct xpmem_seg_key *k, struct ipc_namespace *ns,
-			   const u8 *key, u32 len)
+static void xpmem_seg_key_fill(struct xpmem_seg_key *k,
+			       struct ipc_namespace *ns,
+			       const u8 *key, u32 len)
 {
 	memset(k, 0, sizeof(*k));
 	k->ns = ns;
@@ -452,7 +454,7 @@ int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 		goto free_ranges;
 	ret = -ENOSPC;
 	if (!xpmem_ctx_charge(&ctx->user->nr_segs,
-			       READ_ONCE(xpmem_max_segments)))
+			      READ_ONCE(xpmem_max_segments)))
 		goto free_ranges;
 	xpmem_seg_own(seg, mode);
 	ret = opts ? xpmem_seg_set_opts(seg, opts) : 0;

@@ -27,7 +27,7 @@ struct xpmem_stat_attr {
 };
 
 static ssize_t xpmem_stats_show(struct device *dev,
-			       struct device_attribute *attr, char *buf)
+				struct device_attribute *attr, char *buf)
 {
 	struct xpmem_stat_attr *sa =
 		container_of(attr, struct xpmem_stat_attr, attr);

@@ -220,8 +220,7 @@ int xpmem_zap_mapped_prepare(struct xpmem_att *att, unsigned long off,
 static bool xpmem_zap_mapped_walk(struct xpmem_att *att, unsigned long off,
 				  unsigned long len,
 				  bool (*fn)(struct xpmem_mapped_block *b,
-					     unsigned int bit,
-					     unsigned int nr))
+					     unsigned int bit, unsigned int nr))
 {
 	unsigned long pg = off >> PAGE_SHIFT;
 	unsigned long end = (off + len - 1) >> PAGE_SHIFT;	/* last */
@@ -243,20 +242,20 @@ static bool xpmem_zap_mapped_walk(struct xpmem_att *att, unsigned long off,
 }
 
 static bool xpmem_zap_mapped_set_fn(struct xpmem_mapped_block *b,
-				unsigned int bit, unsigned int nr)
+				    unsigned int bit, unsigned int nr)
 {
 	bitmap_set(b->bits, bit, nr);
 	return true;
 }
 
 static bool xpmem_zap_mapped_test_fn(struct xpmem_mapped_block *b,
-				 unsigned int bit, unsigned int nr)
+				     unsigned int bit, unsigned int nr)
 {
 	return find_next_bit(b->bits, bit + nr, bit) < bit + nr;
 }
 
 static bool xpmem_zap_mapped_clear_fn(struct xpmem_mapped_block *b,
-				  unsigned int bit, unsigned int nr)
+				      unsigned int bit, unsigned int nr)
 {
 	bitmap_clear(b->bits, bit, nr);
 	return false;

@@ -138,7 +138,7 @@ static struct page *xpmem_zero_own_page(struct xpmem_att *att,
 		return page;
 	user = xpmem_zero_user(att);
 	if (!xpmem_ctx_charge(&user->nr_revoked_pages,
-			       READ_ONCE(xpmem_max_revoked_pages)))
+			      READ_ONCE(xpmem_max_revoked_pages)))
 		return ERR_PTR(-ENOSPC);
 	page = alloc_page(XPMEM_GFP_USER_PAGE | __GFP_ZERO);
 	if (!page) {
