@@ -376,7 +376,7 @@ static void xpmem_attach_set_mirrors(struct xpmem_att *att,
 		m->att = att;
 		m->r.off = max(offset, r->off);
 		m->r.len = min(end, r->off + r->len) - m->r.off;
-		m->r.oaddr = xpmem_range_oaddr(r, m->r.off);
+		m->r.oaddr = xpmem_seg_range_oaddr(r, m->r.off);
 	}
 }
 
@@ -524,8 +524,7 @@ put_inode:
 }
 
 /**
- * xpmem_attach_create - ATTACH and EXT_ATTACH: map part of a segment into the
- * caller
+ * xpmem_attach_create - ATTACH, EXT_ATTACH: map a segment part into the caller
  * @ctx: the caller's device context
  * @apid: the caller's permit
  * @offset: segment offset, page aligned

@@ -231,7 +231,7 @@ static ssize_t xpmem_copy_seg(const struct xpmem_permit *permit,
 		const struct xpmem_seg_range *r = &seg->ranges[i++];
 		size_t len = min_t(size_t, count - done, r->off + r->len - off);
 
-		n = xpmem_copy_iter(permit, xpmem_range_oaddr(r, off), iter,
+		n = xpmem_copy_iter(permit, xpmem_seg_range_oaddr(r, off), iter,
 				    len, to_seg, wait);
 		if (n == -EAGAIN || (n < 0 && !done))
 			return n;

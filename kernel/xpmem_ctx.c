@@ -171,8 +171,7 @@ bool xpmem_ctx_charge(atomic_t *count, unsigned int limit)
 }
 
 /**
- * xpmem_ctx_charge_att - ATTACH's charge: one more attachment of the caller's
- * user
+ * xpmem_ctx_charge_att - ATTACH's charge: one more attachment of the user
  * @count: &ctx->nr_atts of the caller's context (xpmem_attach.c, the only
  *         caller, passes that and undoes it with atomic_dec() when the
  *         attachment is freed)

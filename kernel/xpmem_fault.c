@@ -232,7 +232,7 @@ static void xpmem_fault_win_narrow(struct xpmem_fault_win *win,
 
 /*
  * xpmem_fault_win_stale - did an invalidation overlap the window's required
- * part since xpmem_fault_win_clear()?
+ * part since xpmem_fault_win_settle()?
  * @win: a listed window
  *
  * Context: under att->lock, where the answer holds until it is dropped.
@@ -862,7 +862,7 @@ unsigned long xpmem_fault_get_unmapped_area(struct file *file,
 	if ((flags & MAP_FIXED) || len < PMD_SIZE ||
 	    !xpmem_fault_huge_enabled() || len > TASK_SIZE - PMD_SIZE)
 		return xpmem_get_unmapped_area(addr, len, flags);
-	want = xpmem_range_oaddr(&att->mirrors[0].r, pgoff << PAGE_SHIFT) &
+	want = xpmem_seg_range_oaddr(&att->mirrors[0].r, pgoff << PAGE_SHIFT) &
 	       ~PMD_MASK;
 	ret = xpmem_get_unmapped_area(addr, len + PMD_SIZE, flags);
 	if (IS_ERR_VALUE(ret))

@@ -480,8 +480,8 @@ unsigned int xpmem_seg_range_index(const struct xpmem_seg *seg,
 				   unsigned long off);
 
 /* Owner address of segment offset @off, which lies in range @r. */
-static inline unsigned long xpmem_range_oaddr(const struct xpmem_seg_range *r,
-					      unsigned long off)
+static inline unsigned long
+xpmem_seg_range_oaddr(const struct xpmem_seg_range *r, unsigned long off)
 {
 	return r->oaddr + (off - r->off);
 }

@@ -670,7 +670,7 @@ static vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
  */
 static unsigned long xpmem_map_oaddr(struct xpmem_fault *f, unsigned long addr)
 {
-	return xpmem_range_oaddr(&f->win.m->r,
+	return xpmem_seg_range_oaddr(&f->win.m->r,
 				 linear_page_index(f->vmf->vma, addr) <<
 				 PAGE_SHIFT);
 }

@@ -78,7 +78,7 @@ struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
 		return NULL;
 	m = &att->mirrors[xpmem_seg_range_index(att->seg, off) -
 			  att->first_range];
-	*oaddr = xpmem_range_oaddr(&m->r, off);
+	*oaddr = xpmem_seg_range_oaddr(&m->r, off);
 	return m;
 }
 
@@ -110,7 +110,7 @@ bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 		const struct xpmem_seg_range *r = &seg->ranges[i];
 		unsigned long lo = max(off, r->off);
 		unsigned long hi = min(end, r->off + r->len);
-		unsigned long src = xpmem_range_oaddr(r, lo);
+		unsigned long src = xpmem_seg_range_oaddr(r, lo);
 
 		if (addr < src + (hi - lo) && src < addr + len)
 			return true;

@@ -30,7 +30,7 @@ static unsigned long xpmem_populate_range_end(struct xpmem_att *att,
 	const struct xpmem_seg_range *r =
 		&seg->ranges[xpmem_seg_range_index(seg, off)];
 
-	*oaddr = xpmem_range_oaddr(r, off);
+	*oaddr = xpmem_seg_range_oaddr(r, off);
 	return a + (r->off + r->len - off);
 }
 
