@@ -149,8 +149,9 @@ static void xpmem_fault_window(struct vm_fault *vmf, struct xpmem_mirror *m,
  */
 static void xpmem_fault_win_begin(struct xpmem_fault_win *win,
 				  struct xpmem_mirror *m,
-				  struct mm_struct *owner, unsigned long start,
-		     unsigned long end, unsigned long required_start,
+				  struct mm_struct *owner,
+				  unsigned long start, unsigned long end,
+				  unsigned long required_start,
 				  unsigned long required_end)
 {
 	struct xpmem_att *att = m->att;
@@ -217,8 +218,7 @@ static int xpmem_fault_win_settle(struct xpmem_fault_win *win)
  * Context: may sleep; no att->lock held.
  */
 static void xpmem_fault_win_narrow(struct xpmem_fault_win *win,
-				   unsigned long start,
-				   unsigned long end)
+				   unsigned long start, unsigned long end)
 {
 	struct xpmem_att *att = win->m->att;
 

@@ -658,14 +658,13 @@ bool xpmem_userfault_handle(struct vm_fault *vmf, struct mm_struct *owner,
 /* xpmem_fault.c: attacher page faults and the attachment VMAs' operations */
 extern const struct vm_operations_struct xpmem_fault_vm_ops;
 bool xpmem_fault_vma_is_att(struct vm_area_struct *vma);
-bool xpmem_mirror_vma_ok(struct vm_area_struct *vma);
 bool xpmem_fault_huge_enabled(void);
 unsigned long xpmem_fault_window_pages(void);
 unsigned long xpmem_fault_get_unmapped_area(struct file *file,
 					    unsigned long addr,
 					    unsigned long len,
 					    unsigned long pgoff,
-					  unsigned long flags);	/* if huge */
+					    unsigned long flags); /* if huge */
 
 /* xpmem_populate.c: faulting attachments in ahead of their first access */
 void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
