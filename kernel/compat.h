@@ -273,7 +273,7 @@ static inline void xpmem_head_mark_accessed(struct page *head)
  * page of the first segment are faulted in (an iovec iterator: the only
  * kind the module builds there).
  */
-static inline size_t xpmem_fault_in_iov_iter(struct iov_iter *iter,
+static inline size_t xpmem_iov_iter_fault_in(struct iov_iter *iter,
 					     size_t len, bool dest)
 {
 #ifdef XPMEM_HAVE_FAULT_IN_IOV_ITER

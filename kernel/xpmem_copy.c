@@ -131,7 +131,7 @@ unlock:
  */
 static int xpmem_copy_fault_in(struct iov_iter *iter, size_t len, bool to_seg)
 {
-	size_t left = xpmem_fault_in_iov_iter(iter, len, !to_seg);
+	size_t left = xpmem_iov_iter_fault_in(iter, len, !to_seg);
 
 	return left == len ? -EFAULT : 0;
 }

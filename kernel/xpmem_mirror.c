@@ -121,6 +121,7 @@ bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 /* ---- The owner's invalidations in flight --------------------------------- */
 
 /*
+ * The owner's notifier record, one per owner mm, shared by its segments.
  * mmu_interval_read_begin() sleeps, uninterruptibly, until no invalidation
  * of the owner's mm is in progress at all, if one touched the mirror since
  * its last call; an owner whose threads invalidate in a loop (16 threads
@@ -140,11 +141,12 @@ struct xpmem_owner_notifier {
 	struct mmu_notifier mn;
 	spinlock_t lock;		/* inflight, nr */
 	struct list_head inflight;	/* struct xpmem_owner_inval */
-	unsigned int nr;
+	unsigned int nr;		/* on inflight */
 	bool lost;			/* a record failed: use the core's */
 	wait_queue_head_t wq;		/* faults waiting for an end */
 };
 
+/* One invalidation of the owner in flight, from a callback to its end. */
 struct xpmem_owner_inval {
 	struct list_head node;
 	const struct mmu_notifier_range *range;	/* identifies it at its end */
