@@ -195,7 +195,7 @@ static inline struct vm_fault xpmem_vmf_again(const struct vm_fault *vmf,
  * (5.19; Kbuild: XPMEM_HAVE_VM_FAULT_COMPLETED), a fault done after the
  * lock was dropped.
  */
-static inline bool xpmem_fault_dropped_lock(vm_fault_t ret)
+static inline bool xpmem_mm_fault_dropped_lock(vm_fault_t ret)
 {
 #ifdef XPMEM_HAVE_VM_FAULT_COMPLETED
 	return ret & (VM_FAULT_RETRY | VM_FAULT_COMPLETED);
@@ -273,7 +273,7 @@ static inline void xpmem_head_mark_accessed(struct page *head)
  * page of the first segment are faulted in (an iovec iterator: the only
  * kind the module builds there).
  */
-static inline size_t xpmem_fault_in_iov_iter(struct iov_iter *iter,
+static inline size_t xpmem_iov_iter_fault_in(struct iov_iter *iter,
 					     size_t len, bool dest)
 {
 #ifdef XPMEM_HAVE_FAULT_IN_IOV_ITER

@@ -36,22 +36,22 @@
  * pins the module through .owner, so a last fput() after rmmod cannot
  * reach freed module text or the freed file_system_type.
  */
-static struct vfsmount *xpmem_mnt;
-static int xpmem_mnt_count;
+static struct vfsmount *xpmem_attach_mnt;
+static int xpmem_attach_mnt_count;
 
-static int xpmem_fs_init_fs_context(struct fs_context *fc)
+static int xpmem_attach_init_fs_context(struct fs_context *fc)
 {
 	return init_pseudo(fc, XPMEM_FS_MAGIC) ? 0 : -ENOMEM;
 }
 
-static struct file_system_type xpmem_fs_type = {
+static struct file_system_type xpmem_attach_fs_type = {
 	.owner = THIS_MODULE,
 	.name = "xpmem",
-	.init_fs_context = xpmem_fs_init_fs_context,
+	.init_fs_context = xpmem_attach_init_fs_context,
 	.kill_sb = kill_anon_super,
 };
 
-static void xpmem_att_unlink(struct xpmem_att *att)
+static void xpmem_attach_unlink(struct xpmem_att *att)
 {
 	struct xpmem_permit *permit = att->permit;
 	struct xpmem_seg *seg = att->seg;
@@ -76,10 +76,10 @@ static void xpmem_att_unlink(struct xpmem_att *att)
  * use - the owner's record, the mapped bitmaps, the inode - it keeps
  * until they are removed.
  */
-static void xpmem_att_put_objects(struct xpmem_att *att)
+static void xpmem_attach_put_objects(struct xpmem_att *att)
 {
 	xpmem_zero_att_destroy(att);
-	xpmem_att_unlink(att);
+	xpmem_attach_unlink(att);
 	xpmem_permit_put(att->permit);
 	xpmem_seg_put(att->seg);
 	atomic_dec(&att->ctx->nr_atts);
@@ -92,13 +92,13 @@ static void xpmem_att_put_objects(struct xpmem_att *att)
  * invalidations listed use, and @att.  Waits, uninterruptibly, for an
  * invalidation of the owner that is calling them to end
  * (mmu_interval_notifier_remove()): something the owner can prolong, so
- * only the worker of xpmem_att_free() calls it.  The
+ * only the worker of xpmem_attach_free() calls it.  The
  * callback may still run until then; it uses nothing
- * xpmem_att_put_objects() put.  Once it returns, no zap naming @att is
+ * xpmem_attach_put_objects() put.  Once it returns, no zap naming @att is
  * left: the ones listed by the invalidations in progress were done before
  * those ended.
  */
-static void xpmem_att_free_mirrored(struct xpmem_att *att)
+static void xpmem_attach_free_mirrored(struct xpmem_att *att)
 {
 	unsigned int i;
 
@@ -106,13 +106,13 @@ static void xpmem_att_free_mirrored(struct xpmem_att *att)
 	for (i = 0; i < att->nr_mirrors; i++)
 		if (att->mirrors[i].live)
 			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
-	xpmem_att_omm_put(att);
-	xpmem_att_mapped_destroy(att);
+	xpmem_mirror_owner_put(att);
+	xpmem_zap_mapped_destroy(att);
 	/* before the mount that holds its superblock */
 	if (att->inode)
 		iput(att->inode);
 	kvfree(att);
-	simple_release_fs(&xpmem_mnt, &xpmem_mnt_count);
+	simple_release_fs(&xpmem_attach_mnt, &xpmem_attach_mnt_count);
 }
 
 /*
@@ -132,29 +132,29 @@ static void xpmem_att_free_mirrored(struct xpmem_att *att)
  * the pages it frees were charged to the attacher (memcg, and the user's
  * revoked-page count was given back at release).
  */
-static void xpmem_att_unmirror_work(struct work_struct *work)
+static void xpmem_attach_unmirror_work(struct work_struct *work)
 {
-	xpmem_att_free_mirrored(container_of(work, struct xpmem_att,
-					     free_work));
+	xpmem_attach_free_mirrored(container_of(work, struct xpmem_att,
+						free_work));
 }
 
 /*
  * The end of @att, from its release or a failed ATTACH (which undoes
- * xpmem_att_alloc() and whatever of the setup was done this way): the
+ * xpmem_attach_alloc() and whatever of the setup was done this way): the
  * objects are dropped at once, the rest is left to the worker.
  */
-static void xpmem_att_free(struct xpmem_att *att)
+static void xpmem_attach_free(struct xpmem_att *att)
 {
-	xpmem_att_put_objects(att);
-	INIT_WORK(&att->free_work, xpmem_att_unmirror_work);
+	xpmem_attach_put_objects(att);
+	INIT_WORK(&att->free_work, xpmem_attach_unmirror_work);
 	xpmem_mirror_defer(&att->free_work);
 }
 
-static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
+static int xpmem_attach_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = file->private_data;
 
-	/* Only the vm_mmap() in xpmem_attach() maps this file, once. */
+	/* Only the vm_mmap() in xpmem_attach_create() maps this file, once. */
 	if (vma->vm_mm != att->mm || !(vma->vm_flags & VM_SHARED) ||
 	    vma->vm_pgoff != att->offset >> PAGE_SHIFT ||
 	    vma->vm_end - vma->vm_start != att->size ||
@@ -165,21 +165,21 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
 			return -EACCES;
 		vm_flags_clear(vma, VM_MAYWRITE);
 	}
+	/* never over the source range it mirrors (xpmem_mirror.c) */
+	if (xpmem_mirror_maps_itself(att->seg, vma->vm_mm, vma->vm_start,
+				     att->offset, att->size))
+		return -EADDRNOTAVAIL;
 	/*
 	 * Children do not inherit attachments: they GET and ATTACH anew.
 	 * VM_IO keeps it so (madvise(MADV_DOFORK) refuses VM_IO), and keeps
 	 * get_user_pages() and hmm_range_fault() away.
 	 */
-	/* never over the source range it mirrors (xpmem_mirror.c) */
-	if (xpmem_att_maps_itself(att->seg, vma->vm_mm, vma->vm_start, att->offset,
-				  att->size))
-		return -EADDRNOTAVAIL;
 	vm_flags_set(vma, VM_MIXEDMAP | VM_IO | VM_DONTEXPAND | VM_DONTCOPY |
 			  VM_DONTDUMP);
 	/* THP "madvise" mode: attachments want huge PMDs (xpmem_fault.c) */
 	if (xpmem_fault_huge_enabled())
 		vm_flags_set(vma, VM_HUGEPAGE);
-	vma->vm_ops = &xpmem_vm_ops;
+	vma->vm_ops = &xpmem_fault_vm_ops;
 	vma->vm_private_data = att;
 	atomic_set(&att->nr_vmas, 1);
 	return 0;
@@ -199,25 +199,25 @@ static int xpmem_att_mmap(struct file *file, struct vm_area_struct *vma)
  * owner can hold for long - and nothing the owner or another user can
  * prolong.  It maps nothing and touches no owner memory.
  */
-static int xpmem_att_release(struct inode *inode, struct file *file)
+static int xpmem_attach_release(struct inode *inode, struct file *file)
 {
-	xpmem_att_free(file->private_data);
+	xpmem_attach_free(file->private_data);
 	return 0;
 }
 
-static const struct file_operations xpmem_att_fops = {
+static const struct file_operations xpmem_attach_fops = {
 	.owner = THIS_MODULE,
-	.mmap = xpmem_att_mmap,
+	.mmap = xpmem_attach_mmap,
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
-	.get_unmapped_area = xpmem_att_get_unmapped_area,
+	.get_unmapped_area = xpmem_fault_get_unmapped_area,
 #endif
-	.release = xpmem_att_release,
+	.release = xpmem_attach_release,
 };
 
 /* xpmem_find_vma_match() test: any attachment. */
-static bool xpmem_vma_any_att(struct vm_area_struct *vma, void *data)
+static bool xpmem_attach_vma_any(struct vm_area_struct *vma, void *data)
 {
-	return xpmem_vma_is_att(vma);
+	return xpmem_fault_vma_is_att(vma);
 }
 
 /*
@@ -233,11 +233,11 @@ static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
 
 	if (addr + size < addr || addr + size > mm->task_size)
 		return -EINVAL;
-	if (xpmem_att_maps_itself(seg, mm, addr, offset, size))
+	if (xpmem_mirror_maps_itself(seg, mm, addr, offset, size))
 		return -EINVAL;
 
 	mmap_read_lock(mm);
-	if (xpmem_find_vma_match(mm, addr, addr + size, xpmem_vma_any_att,
+	if (xpmem_find_vma_match(mm, addr, addr + size, xpmem_attach_vma_any,
 				 NULL))
 		ret = -EINVAL;
 	mmap_read_unlock(mm);
@@ -247,14 +247,15 @@ static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
 /*
  * Map @file at @addr (FIXED), or where the kernel chooses.  In the owner's
  * own process the kernel's choice may fall on the source range the
- * attachment mirrors, which xpmem_att_mmap() refuses: then try just above
+ * attachment mirrors, which xpmem_attach_mmap() refuses: then try just above
  * and just below the source ranges before giving up.
  *
  * Return: the address, or an error value.
  */
-static unsigned long xpmem_att_place(struct xpmem_att *att, struct file *file,
-				     unsigned long addr, unsigned long size,
-				     unsigned long offset)
+static unsigned long xpmem_attach_place(struct xpmem_att *att,
+					struct file *file,
+					unsigned long addr, unsigned long size,
+					unsigned long offset)
 {
 	unsigned long prot = PROT_READ | (att->writable ? PROT_WRITE : 0);
 	unsigned long lo = ULONG_MAX, hi = 0, mapped = -EINVAL;
@@ -271,7 +272,7 @@ static unsigned long xpmem_att_place(struct xpmem_att *att, struct file *file,
 	}
 	hints[0] = 0;
 	hints[1] = hi;
-	/* room for the 2 MiB alignment xpmem_att_get_unmapped_area() adds */
+	/* room for the 2 MiB alignment xpmem_fault_get_unmapped_area() adds */
 	hints[2] = lo > size + PMD_SIZE ? lo - size - PMD_SIZE : 0;
 	for (i = 0; i < ARRAY_SIZE(hints); i++) {
 		if (i && (att->seg->mm != current->mm || !hints[i]))
@@ -285,7 +286,7 @@ static unsigned long xpmem_att_place(struct xpmem_att *att, struct file *file,
 }
 
 /* Link @att into its permit and segment, unless they ended meanwhile. */
-static int xpmem_att_link(struct xpmem_att *att)
+static int xpmem_attach_link(struct xpmem_att *att)
 {
 	struct xpmem_permit *permit = att->permit;
 	struct xpmem_seg *seg = att->seg;
@@ -326,7 +327,7 @@ static int xpmem_att_link(struct xpmem_att *att)
  * has done nothing visible yet and is restarted once the work has run, as
  * a classic caller expects no EINTR.
  */
-static int xpmem_att_mirror(struct xpmem_att *att)
+static int xpmem_attach_mirror(struct xpmem_att *att)
 {
 	struct xpmem_seg *seg = att->seg;
 	sigset_t all, old;
@@ -337,18 +338,18 @@ static int xpmem_att_mirror(struct xpmem_att *att)
 		return -ENOENT;
 	siginitsetinv(&all, sigmask(SIGKILL) | sigmask(SIGSTOP));
 	sigprocmask(SIG_BLOCK, &all, &old);
-	ret = xpmem_att_omm_get(att, seg->mm);
+	ret = xpmem_mirror_owner_get(att, seg->mm);
 	for (i = 0; i < att->nr_mirrors && !ret; i++) {
 		struct xpmem_mirror *m = &att->mirrors[i];
 
 		ret = mmu_interval_notifier_insert(&m->notifier, seg->mm,
 						   m->r.oaddr, m->r.len,
-						   &xpmem_att_mni_ops);
+						   &xpmem_mirror_ops);
 		m->live = !ret;
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (!ret)
-		xpmem_att_settle(att);
+		xpmem_mirror_settle(att);
 	mmput(seg->mm);
 	if (ret == -EINTR && !fatal_signal_pending(current))
 		ret = -ERESTARTNOINTR;
@@ -359,8 +360,9 @@ static int xpmem_att_mirror(struct xpmem_att *att)
  * The parts of the segment's ranges that segment offsets [@offset,
  * @offset + @size) of @att cover, one mirror each.
  */
-static void xpmem_att_set_mirrors(struct xpmem_att *att, unsigned long offset,
-				  unsigned long size)
+static void xpmem_attach_set_mirrors(struct xpmem_att *att,
+				     unsigned long offset,
+				     unsigned long size)
 {
 	const struct xpmem_seg *seg = att->seg;
 	unsigned long end = offset + size;
@@ -374,15 +376,15 @@ static void xpmem_att_set_mirrors(struct xpmem_att *att, unsigned long offset,
 		m->att = att;
 		m->r.off = max(offset, r->off);
 		m->r.len = min(end, r->off + r->len) - m->r.off;
-		m->r.oaddr = xpmem_range_oaddr(r, m->r.off);
+		m->r.oaddr = xpmem_seg_range_oaddr(r, m->r.off);
 	}
 }
 
 /* A new attachment of @permit, charged to @ctx; takes over @permit's ref. */
-static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
-					 struct xpmem_permit *permit,
-					 unsigned long offset,
-					 unsigned long size)
+static struct xpmem_att *xpmem_attach_alloc(struct xpmem_ctx *ctx,
+					    struct xpmem_permit *permit,
+					    unsigned long offset,
+					    unsigned long size)
 {
 	struct xpmem_seg *seg = permit->seg;
 	unsigned int first = xpmem_seg_range_index(seg, offset);
@@ -391,7 +393,8 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	struct xpmem_att *att;
 	int ret;
 
-	if (!xpmem_charge(&ctx->nr_atts, READ_ONCE(xpmem_max_attachments)))
+	if (!xpmem_ctx_charge_att(&ctx->nr_atts,
+				  READ_ONCE(xpmem_max_attachments)))
 		return ERR_PTR(-ENOSPC);
 	/* 448 + 128 bytes a mirror: kvzalloc() beyond a few pages */
 	att = kvzalloc(struct_size(att, mirrors, nr), GFP_KERNEL_ACCOUNT);
@@ -401,19 +404,20 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	}
 	att->nr_mirrors = nr;
 	att->first_range = first;
-	ret = simple_pin_fs(&xpmem_fs_type, &xpmem_mnt, &xpmem_mnt_count);
+	ret = simple_pin_fs(&xpmem_attach_fs_type, &xpmem_attach_mnt,
+			    &xpmem_attach_mnt_count);
 	if (ret) {
 		atomic_dec(&ctx->nr_atts);
 		kvfree(att);
 		return ERR_PTR(ret);
 	}
-	/* From here on xpmem_att_free() undoes everything. */
+	/* From here on xpmem_attach_free() undoes everything. */
 	mutex_init(&att->lock);
 	mutex_init(&att->pt_lock);
-	xpmem_att_mapped_init(att);
+	xpmem_zap_mapped_init(att);
 	xpmem_zero_att_init(att);
 	INIT_LIST_HEAD(&att->faults);
-	xpmem_att_settle_init(att);
+	xpmem_mirror_settle_init(att);
 	INIT_LIST_HEAD(&att->permit_node);
 	INIT_LIST_HEAD(&att->seg_node);
 	att->permit = permit;
@@ -424,7 +428,7 @@ static struct xpmem_att *xpmem_att_alloc(struct xpmem_ctx *ctx,
 	att->mm = ctx->mm;
 	att->offset = offset;
 	att->size = size;
-	xpmem_att_set_mirrors(att, offset, size);
+	xpmem_attach_set_mirrors(att, offset, size);
 	att->writable = permit->writable;
 	atomic_long_inc(&xpmem_stats.attachments);
 	return att;
@@ -486,13 +490,13 @@ static struct xpmem_permit *xpmem_attach_permit(struct xpmem_ctx *ctx,
  * the file owns @att once this succeeds.
  * Return: the file, or an ERR_PTR() with @att still the caller's.
  */
-static struct file *xpmem_att_file(struct xpmem_att *att)
+static struct file *xpmem_attach_file(struct xpmem_att *att)
 {
 	struct inode *inode;
 	struct file *file;
 	int ret;
 
-	inode = alloc_anon_inode(xpmem_mnt->mnt_sb);
+	inode = alloc_anon_inode(xpmem_attach_mnt->mnt_sb);
 	if (IS_ERR(inode))
 		return ERR_CAST(inode);
 	/* The file's f_op->owner reference is taken here, dropped by fput. */
@@ -500,8 +504,8 @@ static struct file *xpmem_att_file(struct xpmem_att *att)
 		ret = -ENOENT;
 		goto put_inode;
 	}
-	file = alloc_file_pseudo(inode, xpmem_mnt, "xpmem", O_RDWR,
-				 &xpmem_att_fops);
+	file = alloc_file_pseudo(inode, xpmem_attach_mnt, "xpmem", O_RDWR,
+				 &xpmem_attach_fops);
 	if (IS_ERR(file)) {
 		ret = PTR_ERR(file);
 		goto put_module;
@@ -520,7 +524,7 @@ put_inode:
 }
 
 /**
- * xpmem_attach - ATTACH and EXT_ATTACH: map part of a segment into the caller
+ * xpmem_attach_create - ATTACH, EXT_ATTACH: map a segment part into the caller
  * @ctx: the caller's device context
  * @apid: the caller's permit
  * @offset: segment offset, page aligned
@@ -549,9 +553,9 @@ put_inode:
  * -ERESTARTNOINTR (the ioctl is restarted) if io_uring task work came
  * while the owner's first notifier was being registered.
  */
-int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
-		 u64 size, unsigned long *vaddr, unsigned int flags,
-		 struct file **filep)
+int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
+			u64 size, unsigned long *vaddr, unsigned int flags,
+			struct file **filep)
 {
 	unsigned long addr = *vaddr, mapped;
 	struct xpmem_permit *permit;
@@ -565,7 +569,7 @@ int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 	permit = xpmem_attach_permit(ctx, apid, offset, size, addr, flags);
 	if (IS_ERR(permit))
 		return PTR_ERR(permit);
-	att = xpmem_att_alloc(ctx, permit, offset, size);
+	att = xpmem_attach_alloc(ctx, permit, offset, size);
 	if (IS_ERR(att)) {
 		xpmem_permit_put(permit);
 		return PTR_ERR(att);
@@ -573,46 +577,46 @@ int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 	/* att owns the permit reference now */
 	att->writable &= !(flags & XPMEM_EXT_ATTACH_RDONLY);
 	att->zero_revoked = flags & XPMEM_EXT_ATTACH_ZERO_REVOKED;
-	ret = xpmem_att_mirror(att) ?: xpmem_att_link(att);
+	ret = xpmem_attach_mirror(att) ?: xpmem_attach_link(att);
 	if (ret)
 		goto free_att;
-	file = xpmem_att_file(att);
+	file = xpmem_attach_file(att);
 	if (IS_ERR(file)) {
 		ret = PTR_ERR(file);
 		goto free_att;
 	}
 	/* from here the file owns att */
-	mapped = xpmem_att_place(att, file, addr, size, offset);
+	mapped = xpmem_attach_place(att, file, addr, size, offset);
 	if (IS_ERR_VALUE(mapped)) {
 		fput(file);
 		return (int)mapped;
 	}
 	if (flags & (XPMEM_EXT_ATTACH_POPULATE |
 		     XPMEM_EXT_ATTACH_POPULATE_WRITE))
-		xpmem_att_populate(att, mapped, mapped, mapped + size,
+		xpmem_populate_att(att, mapped, mapped, mapped + size,
 				   flags & XPMEM_EXT_ATTACH_POPULATE_WRITE);
 	*vaddr = mapped;
 	*filep = file;
 	return 0;
 
 free_att:
-	xpmem_att_free(att);
+	xpmem_attach_free(att);
 	return ret;
 }
 
 /**
- * xpmem_cmd_attach - the classic ATTACH
+ * xpmem_attach_cmd - the classic ATTACH
  * @ctx: the caller's device context
  * @cmd: classic ATTACH argument; @cmd->vaddr is the wanted address (0: any)
  *       on entry and the mapped address on success
- * @filep: as for xpmem_attach()
+ * @filep: as for xpmem_attach_create()
  *
- * A non-zero address is FIXED (xpmem_attach()).  @cmd->fd is ignored;
+ * A non-zero address is FIXED (xpmem_attach_create()).  @cmd->fd is ignored;
  * @cmd->flags must be 0.
  *
- * Return: as xpmem_attach().
+ * Return: as xpmem_attach_create().
  */
-int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
+int xpmem_attach_cmd(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
 		     struct file **filep)
 {
 	unsigned long vaddr = cmd->vaddr;
@@ -620,8 +624,9 @@ int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
 
 	if (cmd->flags || cmd->offset < 0)
 		return -EINVAL;
-	ret = xpmem_attach(ctx, cmd->apid, cmd->offset, cmd->size, &vaddr,
-			   vaddr ? XPMEM_EXT_ATTACH_FIXED : 0, filep);
+	ret = xpmem_attach_create(ctx, cmd->apid, cmd->offset, cmd->size,
+				  &vaddr,
+				  vaddr ? XPMEM_EXT_ATTACH_FIXED : 0, filep);
 	if (!ret)
 		cmd->vaddr = vaddr;
 	return ret;

@@ -64,7 +64,7 @@ static long xpmem_copy_pin(struct mm_struct *mm, unsigned long oaddr,
 		return -EINTR;
 	}
 	vma = vma_lookup(mm, oaddr);
-	if (!vma || !xpmem_vma_mirrorable(vma)) {
+	if (!vma || !xpmem_mirror_vma_ok(vma)) {
 		n = -EFAULT;
 	} else {
 		nr = min(nr, (vma->vm_end - (oaddr & PAGE_MASK)) >> PAGE_SHIFT);
@@ -131,7 +131,7 @@ unlock:
  */
 static int xpmem_copy_fault_in(struct iov_iter *iter, size_t len, bool to_seg)
 {
-	size_t left = xpmem_fault_in_iov_iter(iter, len, !to_seg);
+	size_t left = xpmem_iov_iter_fault_in(iter, len, !to_seg);
 
 	return left == len ? -EFAULT : 0;
 }
@@ -231,7 +231,7 @@ static ssize_t xpmem_copy_seg(const struct xpmem_permit *permit,
 		const struct xpmem_seg_range *r = &seg->ranges[i++];
 		size_t len = min_t(size_t, count - done, r->off + r->len - off);
 
-		n = xpmem_copy_iter(permit, xpmem_range_oaddr(r, off), iter,
+		n = xpmem_copy_iter(permit, xpmem_seg_range_oaddr(r, off), iter,
 				    len, to_seg, wait);
 		if (n == -EAGAIN || (n < 0 && !done))
 			return n;

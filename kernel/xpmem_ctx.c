@@ -150,7 +150,7 @@ void xpmem_user_put(struct xpmem_user *user)
 }
 
 /**
- * xpmem_user_charge - count one more object against a limit
+ * xpmem_ctx_charge - count one more object against a limit
  * @count: the user's counter (ctx->user->nr_segs, ->nr_permits or
  *         ->nr_revoked_pages)
  * @limit: the limit (lowering it never drops existing objects)
@@ -159,7 +159,7 @@ void xpmem_user_put(struct xpmem_user *user)
  *
  * Return: true if counted, false if the limit is reached.
  */
-bool xpmem_user_charge(atomic_t *count, unsigned int limit)
+bool xpmem_ctx_charge(atomic_t *count, unsigned int limit)
 {
 	int old = atomic_read(count);
 
@@ -171,7 +171,7 @@ bool xpmem_user_charge(atomic_t *count, unsigned int limit)
 }
 
 /**
- * xpmem_charge - ATTACH's charge: one more attachment of the caller's user
+ * xpmem_ctx_charge_att - ATTACH's charge: one more attachment of the user
  * @count: &ctx->nr_atts of the caller's context (xpmem_attach.c, the only
  *         caller, passes that and undoes it with atomic_dec() when the
  *         attachment is freed)
@@ -186,7 +186,7 @@ bool xpmem_user_charge(atomic_t *count, unsigned int limit)
  *
  * Return: true if counted, false if the limit is reached.
  */
-bool xpmem_charge(atomic_t *count, unsigned int limit)
+bool xpmem_ctx_charge_att(atomic_t *count, unsigned int limit)
 {
 	struct xpmem_ctx *ctx = container_of(count, struct xpmem_ctx, nr_atts);
 	struct xpmem_user *user = ctx->user;

@@ -16,18 +16,18 @@
 #include "xpmem_internal.h"
 #include "compat.h"
 
-/* What xpmem_unmap_matching() unmaps: @att's VMAs, or else @permit's. */
+/* What xpmem_detach_unmap_matching() unmaps: @att's VMAs, or else @permit's. */
 struct xpmem_unmap_what {
 	struct xpmem_att *att;
 	struct xpmem_permit *permit;
 };
 
-static bool xpmem_vma_unmap_match(struct vm_area_struct *vma, void *data)
+static bool xpmem_detach_vma_match(struct vm_area_struct *vma, void *data)
 {
 	const struct xpmem_unmap_what *what = data;
 	struct xpmem_att *cur;
 
-	if (!xpmem_vma_is_att(vma))
+	if (!xpmem_fault_vma_is_att(vma))
 		return false;
 	cur = vma->vm_private_data;
 	return what->att ? cur == what->att : cur->permit == what->permit;
@@ -39,21 +39,22 @@ static bool xpmem_vma_unmap_match(struct vm_area_struct *vma, void *data)
  * one).  Under the mmap_lock.  Return: its length, 0 if there is none, and
  * its start in *@start.
  */
-static unsigned long xpmem_match_run(struct mm_struct *mm, unsigned long from,
-				     struct xpmem_unmap_what *what,
-				     unsigned long *start)
+static unsigned long xpmem_detach_match_run(struct mm_struct *mm,
+					    unsigned long from,
+					    struct xpmem_unmap_what *what,
+					    unsigned long *start)
 {
 	struct vm_area_struct *vma;
 	unsigned long end;
 
-	vma = xpmem_find_vma_match(mm, from, ULONG_MAX, xpmem_vma_unmap_match,
+	vma = xpmem_find_vma_match(mm, from, ULONG_MAX, xpmem_detach_vma_match,
 				   what);
 	if (!vma)
 		return 0;
 	*start = vma->vm_start;
 	end = vma->vm_end;
 	while ((vma = vma_lookup(mm, end)) &&
-	       xpmem_vma_unmap_match(vma, what))
+	       xpmem_detach_vma_match(vma, what))
 		end = vma->vm_end;
 	return end - *start;
 }
@@ -85,8 +86,8 @@ static unsigned long xpmem_match_run(struct mm_struct *mm, unsigned long from,
  * that stopped the walk (-EINTR for a fatal signal); without @must,
  * -ENOMEM from the first munmap means that nothing was unmapped.
  */
-static int xpmem_unmap_matching(struct xpmem_att *att,
-				struct xpmem_permit *permit, bool must)
+static int xpmem_detach_unmap_matching(struct xpmem_att *att,
+				       struct xpmem_permit *permit, bool must)
 {
 	struct xpmem_unmap_what what = { .att = att, .permit = permit };
 	struct mm_struct *mm = current->mm;
@@ -99,7 +100,7 @@ static int xpmem_unmap_matching(struct xpmem_att *att,
 	while (!fatal_signal_pending(current)) {
 		if (mmap_read_lock_killable(mm))
 			break;
-		len = xpmem_match_run(mm, next, &what, &start);
+		len = xpmem_detach_match_run(mm, next, &what, &start);
 		mmap_read_unlock(mm);
 		if (!len)
 			return 0;
@@ -118,7 +119,7 @@ static int xpmem_unmap_matching(struct xpmem_att *att,
 }
 
 /**
- * xpmem_cmd_detach - DETACH: unmap the attachment containing @vaddr
+ * xpmem_detach_cmd - DETACH: unmap the attachment containing @vaddr
  * @ctx: the caller's device context
  * @vaddr: any address inside the attachment
  *
@@ -126,7 +127,7 @@ static int xpmem_unmap_matching(struct xpmem_att *att,
  * too), or none: a DETACH that fails leaves the attachment whole.  Only
  * pieces mremapped apart are unmapped one after the other: once the first
  * is gone the others follow, retried while memory is short
- * (xpmem_unmap_matching()), and only if that keeps failing does DETACH
+ * (xpmem_detach_unmap_matching()), and only if that keeps failing does DETACH
  * fail with those still mapped.  The mmap_lock is dropped before munmap,
  * as for any munmap(2): a thread of the same process that replaces the
  * attachment in that window loses its new mapping, exactly as with a
@@ -136,7 +137,7 @@ static int xpmem_unmap_matching(struct xpmem_att *att,
  * of munmap (-ENOMEM: nothing was unmapped, but for pieces apart as said
  * above; -EINTR for a fatal signal).
  */
-int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
+int xpmem_detach_cmd(struct xpmem_ctx *ctx, unsigned long vaddr)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
@@ -147,7 +148,7 @@ int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
 
 	mmap_read_lock(mm);
 	vma = vma_lookup(mm, vaddr);
-	if (vma && xpmem_vma_is_att(vma)) {
+	if (vma && xpmem_fault_vma_is_att(vma)) {
 		struct xpmem_att *att = vma->vm_private_data;
 
 		/* keeps att (and so its identity) alive after the unlock */
@@ -163,7 +164,8 @@ int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
 	if (whole)
 		ret = vm_munmap(start, len);
 	else
-		ret = xpmem_unmap_matching(file->private_data, NULL, false);
+		ret = xpmem_detach_unmap_matching(file->private_data, NULL,
+						  false);
 	fput(file);
 	return ret;
 }
@@ -175,53 +177,53 @@ int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr)
  * For an ATTACH that fails after mapping (its result could not be copied
  * out): every VMA of that attachment goes, wherever other threads may
  * have moved it meanwhile, and nothing else, whatever they mapped at its
- * address since (retried while memory is short: xpmem_unmap_matching()).
+ * address since (retried while memory is short: xpmem_detach_unmap_matching()).
  */
 void xpmem_detach_undo(struct file *file)
 {
-	xpmem_unmap_matching(file->private_data, NULL, true);
+	xpmem_detach_unmap_matching(file->private_data, NULL, true);
 }
 
 /* SIGBUS from now on; PTEs inserted before are zapped. */
-static void xpmem_att_kill(struct xpmem_att *att)
+static void xpmem_detach_kill(struct xpmem_att *att)
 {
 	mutex_lock(&att->lock);
 	att->dead = true;
 	mutex_unlock(&att->lock);
 	/* Unmapped already (RELEASE), only waiting for its fput? */
 	if (atomic_read(&att->nr_vmas))
-		xpmem_att_zap(att, 0, 0);
+		xpmem_zap_att(att, 0, 0);
 }
 
 /**
- * xpmem_permit_end - RELEASE a permit: it and its attachments end
+ * xpmem_detach_permit_end - RELEASE a permit: it and its attachments end
  * @permit: a permit just unlinked from its ctx (xpmem_permit_unlink*())
  * @unmap: the caller is the permit's process: munmap its attachments
  *         (otherwise they stay mapped but fault with SIGBUS)
  */
-void xpmem_permit_end(struct xpmem_permit *permit, bool unmap)
+void xpmem_detach_permit_end(struct xpmem_permit *permit, bool unmap)
 {
 	struct xpmem_att *att;
 
 	xpmem_permit_withdraw(permit);
 	xpmem_revoke_sync();		/* copies through it have stopped */
 	if (unmap && current->mm == permit->mm)
-		xpmem_unmap_matching(NULL, permit, true);
+		xpmem_detach_unmap_matching(NULL, permit, true);
 
 	mutex_lock(&permit->lock);
 	list_for_each_entry(att, &permit->atts, permit_node)
-		xpmem_att_kill(att);
+		xpmem_detach_kill(att);
 	mutex_unlock(&permit->lock);
 }
 
 /**
- * xpmem_seg_end - REMOVE a segment: it and every attachment of it end
+ * xpmem_detach_seg_end - REMOVE a segment: it and every attachment of it end
  * @seg: a segment just unlinked from its ctx (xpmem_seg_unlink*())
  *
  * Afterwards GET and ATTACH fail with ENOENT and attacher accesses get
  * SIGBUS.
  */
-void xpmem_seg_end(struct xpmem_seg *seg)
+void xpmem_detach_seg_end(struct xpmem_seg *seg)
 {
 	struct xpmem_att *att;
 
@@ -230,6 +232,6 @@ void xpmem_seg_end(struct xpmem_seg *seg)
 
 	mutex_lock(&seg->att_lock);
 	list_for_each_entry(att, &seg->atts, seg_node)
-		xpmem_att_kill(att);
+		xpmem_detach_kill(att);
 	mutex_unlock(&seg->att_lock);
 }

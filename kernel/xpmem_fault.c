@@ -6,13 +6,19 @@
  * fault_window_pages pages, or one PMD for ->huge_fault) in the owner's
  * mm with hmm_range_fault(), holding the owner's mmap_lock for reading,
  * until no invalidation overlapped the window (xpmem_fault_lock_stable(),
- * with xpmem_mirror.c's windows), then commits it under att->lock in one
- * short step: PTEs, a PTE made writable, or a PMD (xpmem_fault_commit()).
+ * with the windows listed below), then commits it under att->lock in one
+ * short step: PTEs, a PTE made writable, or a PMD (xpmem_map_commit()).
  * Every PTE is a special PFN PTE, so get_user_pages() never finds an
  * owner page through an attachment and nothing outlives an invalidation;
  * a page the owner maps read-only is never written through one.  The two
- * mmap_locks nest only as xpmem_internal.h says.  The whole story is in
- * docs/design.md, "Mirror, do not pin" and what follows it.
+ * mmap_locks nest as the lock tree in xpmem_internal.h says.  The whole
+ * story is in docs/design.md, "Mirror, do not pin" and what follows it.
+ *
+ * Reading order: xpmem_fault_common() (->fault and ->pfn_mkwrite), then
+ * xpmem_fault_lock_owner() and xpmem_fault_reversed() (the owner's lock),
+ * xpmem_fault_resolve() (one resolution: xpmem_fault_setup(), then
+ * xpmem_fault_lock_stable() and xpmem_fault_try(), then xpmem_map_commit()
+ * in xpmem_map.c); the window helpers above them; ->huge_fault last.
  */
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -74,43 +80,22 @@ unsigned long xpmem_fault_window_pages(void)
 }
 
 /**
- * xpmem_vma_is_att - is @vma an attachment of this module?
+ * xpmem_fault_vma_is_att - is @vma an attachment of this module?
  * @vma: any VMA
  */
-bool xpmem_vma_is_att(struct vm_area_struct *vma)
+bool xpmem_fault_vma_is_att(struct vm_area_struct *vma)
 {
-	return vma->vm_ops == &xpmem_vm_ops;
-}
-
-/**
- * xpmem_vma_mirrorable - may attachments (and copies) reach @vma's pages?
- * @vma: an owner VMA
- *
- * What get_user_pages() would hand out, and never an attachment (which
- * would make the mirror recurse into itself, or nest attachments' locks).
- */
-bool xpmem_vma_mirrorable(struct vm_area_struct *vma)
-{
-	struct file *file = vma->vm_file;
-
-	if (vma->vm_flags & (VM_IO | VM_PFNMAP | VM_MIXEDMAP | VM_SHADOW_STACK))
-		return false;
-	if (xpmem_vma_is_att(vma))
-		return false;
-	/* memfd_secret(): out of the direct map, never lent to anyone */
-	if (xpmem_file_is_secretmem(file))
-		return false;
-	return true;
+	return vma->vm_ops == &xpmem_fault_vm_ops;
 }
 
 /*
- * @mm's mmap_lock for reading while @held's is held: the second of two,
- * which nest only in address order (see the lock order in
- * xpmem_internal.h; lockdep sees one class and cannot check it).
+ * @mm's mmap_lock for reading while @held's is held: the second of two
+ * (see the lock tree in xpmem_internal.h; lockdep sees one class and
+ * cannot check the order, so it is asserted here).
  * Return: 0, or -EINTR on a fatal signal.
  */
-static int xpmem_mmap_read_lock_second(struct mm_struct *held,
-				       struct mm_struct *mm)
+static int xpmem_fault_lock_second_mm(struct mm_struct *held,
+				      struct mm_struct *mm)
 {
 	WARN_ON_ONCE((unsigned long)held >= (unsigned long)mm);
 	return down_read_killable_nested(&mm->mmap_lock, SINGLE_DEPTH_NESTING);
@@ -142,32 +127,140 @@ static void xpmem_fault_window(struct vm_fault *vmf, struct xpmem_mirror *m,
 	*hi = addr + above;
 }
 
-/*
- * The mirror of the attacher page @vmf faults on, and its owner address;
- * NULL (SIGBUS) for a page outside the attachment, which VMAs of an
- * attachment never map (VM_DONTEXPAND, and mmap checks vm_pgoff).
- */
-static struct xpmem_mirror *xpmem_fault_mirror(struct vm_fault *vmf,
-					       unsigned long *oaddr)
-{
-	struct xpmem_att *att = vmf->vma->vm_private_data;
-	unsigned long off = vmf->pgoff << PAGE_SHIFT;
-	struct xpmem_mirror *m;
+/* ---- The window a fault lists for invalidations to mark ---------------- */
 
-	if (WARN_ON_ONCE(off < att->offset || off - att->offset >= att->size))
-		return NULL;
-	m = &att->mirrors[xpmem_seg_range_index(att->seg, off) -
-			  att->first_range];
-	*oaddr = xpmem_range_oaddr(&m->r, off);
-	return m;
+/*
+ * xpmem_fault_win_begin - list a fault's window before it is resolved
+ * @win: the window, zeroed, on the fault's stack
+ * @m: the mirror it lies in
+ * @owner: the owner's mm (hmm_range_fault() takes it from @win->changes)
+ * @start: owner address
+ * @end: owner address, past the window
+ * @required_start: owner address, the start of what the fault cannot do
+ *	without (the faulting page, or all of the window of a PMD)
+ * @required_end: its end
+ *
+ * Listed before the first wait: an invalidation that marked nothing
+ * because it came earlier is still waited for if it has not finished.
+ * An invalidation of the required part starts the attempt over; one of
+ * other pages only narrows the window's usable part.
+ *
+ * Context: may sleep; takes att->lock briefly.
+ */
+static void xpmem_fault_win_begin(struct xpmem_fault_win *win,
+				  struct xpmem_mirror *m,
+				  struct mm_struct *owner,
+				  unsigned long start, unsigned long end,
+				  unsigned long required_start,
+				  unsigned long required_end)
+{
+	struct xpmem_att *att = m->att;
+
+	win->m = m;
+	win->start = start;
+	win->end = end;
+	win->required_start = required_start;
+	win->required_end = required_end;
+	win->usable_start = start;
+	win->usable_end = end;
+	win->changes.mm = owner;
+	mutex_lock(&att->lock);
+	list_add(&win->node, &att->faults);
+	mutex_unlock(&att->lock);
 }
 
-/* What a resolution is for. */
-enum xpmem_fault_kind {
-	XPMEM_FAULT_PTE,	/* ->fault: map the window with PTEs */
-	XPMEM_FAULT_MKWRITE,	/* ->pfn_mkwrite: one PTE becomes writable */
-	XPMEM_FAULT_PMD,	/* ->huge_fault: one huge PMD, or fall back */
-};
+/*
+ * xpmem_fault_win_settle - clear the window's mark and wait until it can
+ * be resolved
+ * @win: a listed window
+ *
+ * Before an attempt: the window is whole and unmarked again, and the
+ * invalidations in flight that overlap it (which may have marked it) are
+ * waited for (xpmem_mirror_wait()).
+ *
+ * Context: may sleep; no att->lock held (it takes it briefly, only if
+ * something was marked).
+ * Return: 0, or -EINTR on a fatal signal.
+ */
+static int xpmem_fault_win_settle(struct xpmem_fault_win *win)
+{
+	struct xpmem_att *att = win->m->att;
+
+	/*
+	 * A mark set after this test is seen by this attempt's commit, and
+	 * so is a narrowed usable part (it keeps pages unmapped that the
+	 * attempt might have mapped, never wrong); the invalidations that
+	 * set what is cleared here are waited for below if unfinished.
+	 */
+	if (mmu_interval_check_retry(&win->changes, 0) ||
+	    READ_ONCE(win->usable_start) != win->start ||
+	    READ_ONCE(win->usable_end) != win->end) {
+		mutex_lock(&att->lock);
+		mmu_interval_set_seq(&win->changes, 0);
+		win->usable_start = win->start;
+		win->usable_end = win->end;
+		mutex_unlock(&att->lock);
+	}
+	return xpmem_mirror_wait(win->m, win->start, win->end);
+}
+
+/*
+ * xpmem_fault_win_narrow - the fault needs only its own page now
+ * @win: a listed window
+ * @start: owner address, its required page
+ * @end: past it
+ *
+ * The window becomes [@start, @end), under att->lock, where invalidations
+ * read it.  That was its required part already, so a mark an
+ * invalidation of it set stays; the pages it loses no longer concern the
+ * fault.
+ *
+ * Context: may sleep; no att->lock held.
+ */
+static void xpmem_fault_win_narrow(struct xpmem_fault_win *win,
+				   unsigned long start, unsigned long end)
+{
+	struct xpmem_att *att = win->m->att;
+
+	mutex_lock(&att->lock);
+	win->start = start;
+	win->end = end;
+	win->usable_start = start;
+	win->usable_end = end;
+	mutex_unlock(&att->lock);
+}
+
+/*
+ * xpmem_fault_win_stale - did an invalidation overlap the window's required
+ * part since xpmem_fault_win_settle()?
+ * @win: a listed window
+ *
+ * Context: under att->lock, where the answer holds until it is dropped.
+ */
+static bool xpmem_fault_win_stale(struct xpmem_fault_win *win)
+{
+	lockdep_assert_held(&win->m->att->lock);
+	return mmu_interval_check_retry(&win->changes, 0);
+}
+
+/*
+ * xpmem_fault_win_end - unlist the window
+ * @win: a listed window
+ * @locked: the caller holds att->lock
+ */
+static void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked)
+{
+	struct xpmem_att *att = win->m->att;
+
+	if (!locked)
+		mutex_lock(&att->lock);
+	lockdep_assert_held(&att->lock);
+	list_del(&win->node);
+	if (!locked)
+		mutex_unlock(&att->lock);
+}
+
+/* ---- Resolving a fault -------------------------------------------------- */
 
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
 /*
@@ -178,9 +271,10 @@ enum xpmem_fault_kind {
  * fallback or one wasted resolution); under the owner's mmap_lock, so the
  * tables above the slot stay.
  */
-static bool xpmem_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
+static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner,
+					unsigned long haddr)
 {
-	pmd_t *pmd = xpmem_find_pmd(owner, haddr);
+	pmd_t *pmd = xpmem_map_find_pmd(owner, haddr);
 	pmd_t val;
 
 	if (!pmd)
@@ -190,41 +284,13 @@ static bool xpmem_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
 }
 
 #else
-static bool xpmem_owner_maps_ptes(struct mm_struct *owner, unsigned long haddr)
+static bool xpmem_fault_owner_maps_ptes(struct mm_struct *owner,
+					unsigned long haddr)
 {
 	return true;
 }
 
 #endif
-
-/* One resolution: the fault, its window and the owner's pages of it. */
-struct xpmem_fault {
-	struct vm_fault *vmf;
-	struct xpmem_att *att;
-	enum xpmem_fault_kind kind;
-	bool write;
-	unsigned long oaddr;		/* owner address of vmf->address */
-	unsigned long lo, hi;		/* the window, attacher addresses */
-	unsigned long off;		/* segment offset of lo */
-	unsigned long fidx;		/* the faulting page's index */
-	unsigned long *pfns;		/* one entry per page of the window */
-	bool look_only;			/* owner VMA under userfaultfd */
-	struct xpmem_fault_win win;	/* listed while it resolves */
-	struct hmm_range range;
-};
-
-/*
- * The owner address that attacher address @addr of @f's VMA mirrors,
- * found from the VMA's file offset (the segment offset) and the window's
- * mirror alone, never from the window's own arithmetic.
- */
-static unsigned long xpmem_fault_oaddr(struct xpmem_fault *f,
-				       unsigned long addr)
-{
-	return xpmem_range_oaddr(&f->win.m->r,
-				 linear_page_index(f->vmf->vma, addr) <<
-				 PAGE_SHIFT);
-}
 
 /*
  * The 2 MiB window of a PMD fault, if the owner VMA and the mirror cover
@@ -243,7 +309,7 @@ static bool xpmem_fault_pmd_window(struct vm_fault *vmf,
 	       ovma->vm_end - oaddr >= *hi - vmf->address &&
 	       oaddr - (vmf->address - *lo) >= m->r.oaddr &&
 	       m->r.oaddr + m->r.len - oaddr >= *hi - vmf->address &&
-	       !xpmem_owner_maps_ptes(owner, oaddr & PMD_MASK);
+	       !xpmem_fault_owner_maps_ptes(owner, oaddr & PMD_MASK);
 }
 
 /*
@@ -258,11 +324,11 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	struct vm_area_struct *ovma;
 	struct xpmem_mirror *m;
 
-	m = xpmem_fault_mirror(vmf, &f->oaddr);
+	m = xpmem_mirror_find(vmf, &f->oaddr);
 	if (!m)
 		return VM_FAULT_SIGBUS;
 	ovma = vma_lookup(owner, f->oaddr);
-	if (!ovma || !xpmem_vma_mirrorable(ovma))
+	if (!ovma || !xpmem_mirror_vma_ok(ovma))
 		return f->kind == XPMEM_FAULT_PMD ? VM_FAULT_FALLBACK :
 						    VM_FAULT_SIGBUS;
 	if (f->kind != XPMEM_FAULT_PMD)
@@ -276,7 +342,7 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	f->range.start = f->oaddr - (f->fidx << PAGE_SHIFT);
 	f->range.end = f->range.start + (f->hi - f->lo);
 	f->range.hmm_pfns = f->pfns;
-	/* hmm faults nothing there: xpmem_fault_userfault() does */
+	/* hmm faults nothing there: xpmem_userfault_handle() does */
 	f->look_only = userfaultfd_armed(ovma);
 	if (!f->look_only)
 		f->range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
@@ -298,11 +364,11 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 /*
  * Under att->lock, the window not stale: keep only the part of it around
  * the faulting page that no invalidation touched since the attempt began
- * (the window's keep bounds, which lie inside f->range).
+ * (the window's usable part, which lies inside f->range).
  */
 static void xpmem_fault_trim(struct xpmem_fault *f)
 {
-	unsigned long start = f->win.keep_start, end = f->win.keep_end;
+	unsigned long start = f->win.usable_start, end = f->win.usable_end;
 	unsigned long skip;
 
 	lockdep_assert_held(&f->att->lock);
@@ -369,14 +435,14 @@ static int xpmem_fault_try(struct xpmem_fault *f)
 			     (f->write && !(f->pfns[f->fidx] & HMM_PFN_WRITE))))
 		return -EFAULT;
 	if (f->kind == XPMEM_FAULT_PTE) {
-		err = xpmem_fault_prepare_pt(f->vmf);
+		err = xpmem_map_prepare_pt(f->vmf);
 		if (err)
 			return err;
 	} else if (pmd) {
 		mutex_lock(&att->pt_lock);
 	}
 	if (f->kind != XPMEM_FAULT_MKWRITE) {
-		err = xpmem_att_mapped_prepare(att, f->off, f->hi - f->lo);
+		err = xpmem_zap_mapped_prepare(att, f->off, f->hi - f->lo);
 		if (err)
 			goto unlock_pt;
 	}
@@ -438,47 +504,6 @@ static vm_fault_t xpmem_fault_lock_stable(struct xpmem_fault *f)
 }
 
 /*
- * Commit the stable window: under att->lock (and att->pt_lock for a
- * PMD).  *@zap: the mkwrite's PTE must go.
- */
-static vm_fault_t xpmem_fault_commit(struct xpmem_fault *f, bool *zap)
-{
-	struct xpmem_att *att = f->att;
-	unsigned long *pfns = f->pfns;
-	unsigned long npages = (f->hi - f->lo) >> PAGE_SHIFT;
-	vm_fault_t ret;
-
-	if (att->dead)	/* revoked: the repeated access sees it first */
-		return att->zero_revoked ? VM_FAULT_NOPAGE : VM_FAULT_SIGBUS;
-	/*
-	 * Every entry checked against the owner's page at its own offset,
-	 * found afresh from the attacher address: whatever the window's
-	 * arithmetic did (narrowing, keep bounds), no PTE, upgrade or PMD
-	 * below names another page than the owner's there.
-	 */
-	if (!xpmem_fault_verify(att->seg->mm, xpmem_fault_oaddr(f, f->lo),
-				pfns, npages, f->fidx)) {
-		if (f->kind == XPMEM_FAULT_PMD)
-			return VM_FAULT_FALLBACK;
-		*zap = f->kind == XPMEM_FAULT_MKWRITE;
-		return VM_FAULT_NOPAGE;
-	}
-	if (f->kind == XPMEM_FAULT_MKWRITE)
-		return xpmem_fault_mkwrite(f->vmf, f->lo, pfns, npages,
-					   f->fidx, zap);
-	if (!xpmem_att_mapped_set(att, f->off, f->hi - f->lo))
-		return VM_FAULT_SIGBUS;
-	if (f->kind == XPMEM_FAULT_PMD)
-		return xpmem_fault_insert_pmd(f->vmf, pfns, f->fidx, f->write);
-	ret = xpmem_fault_insert(f->vmf, f->lo, pfns, npages, f->fidx,
-				 f->write);
-	if (f->write && !(ret & VM_FAULT_ERROR) &&
-	    (pfns[f->fidx] & HMM_PFN_WRITE))
-		xpmem_wok_remember(att, f->oaddr, xpmem_hmm_pfn(pfns[f->fidx]));
-	return ret;
-}
-
-/*
  * Resolve the fault and map its window.  The caller holds the owner's
  * mmap_lock for reading (it is the attacher's own for an attachment of
  * the faulting process itself), so only invalidations that need no
@@ -510,7 +535,7 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 		xpmem_fault_win_end(&f.win, false);
 		return ret;
 	}
-	ret = xpmem_fault_commit(&f, &zap);
+	ret = xpmem_map_commit(&f, &zap);
 	xpmem_fault_win_end(&f.win, true);
 	mutex_unlock(&f.att->lock);
 	if (kind == XPMEM_FAULT_PMD)
@@ -533,92 +558,13 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	 * second resolution is a PTE fault, which never zaps: one zap per
 	 * ->pfn_mkwrite.
 	 */
-	xpmem_att_zap(f.att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+	xpmem_zap_att(f.att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 	return xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PTE, pfns, maxpages);
 }
 
 /*
- * The fault failed (*@ret is VM_FAULT_SIGBUS) on an owner page in a VMA
- * registered with userfaultfd.  A missing, write-protected or minor page
- * there waits for the owner's handler, which hmm_range_fault() cannot do
- * (it faults without FAULT_FLAG_ALLOW_RETRY, and userfaultfd answers such
- * a fault with SIGBUS), so it only looks at such VMAs (look_only) and the
- * owner's page is faulted here, as an owner access would fault it: the
- * attacher's mmap_lock dropped, then one handle_mm_fault() of that page
- * under the owner's lock alone, which drops that too while it waits for
- * the handler, killably (and interruptibly for a fault from user mode).
- * No mmap_lock is held while the handler runs.  The access is then
- * repeated (VM_FAULT_RETRY) and maps what the handler placed.  The
- * attacher VMA and its locks are checked again by the repeated fault.
- * ->pfn_mkwrite cannot drop the lock: it zaps the page and the write
- * comes back as a ->fault, which can (it never comes back here as a
- * mkwrite, so the repeat progresses).  A fault that may not drop its lock
- * (no FAULT_FLAG_ALLOW_RETRY) keeps SIGBUS, as userfaultfd gives it.  Not
- * FAULT_FLAG_USER (the attacher's own fault is the user's, and the owner's
- * is a kernel access): a handler made with UFFD_USER_MODE_ONLY fails it,
- * as it fails every kernel access to the owner's memory.
- *
- * Called after xpmem_fault_resolve() with the attacher's mmap_lock and
- * the owner's held (one lock when the owner is the attacher).
- * Return: false with the locks as they were and *@ret as it was (or
- * VM_FAULT_RETRY for FAULT_FLAG_RETRY_NOWAIT, VM_FAULT_NOPAGE for a
- * mkwrite); true with the owner's lock dropped: *@ret is then
- * VM_FAULT_RETRY with the attacher's lock dropped too, or the owner
- * fault's error with the attacher's lock held again.
- */
-static bool xpmem_fault_userfault(struct vm_fault *vmf,
-				  struct mm_struct *owner, bool mkwrite,
-				  vm_fault_t *ret)
-{
-	struct mm_struct *mm = vmf->vma->vm_mm;
-	struct xpmem_att *att = vmf->vma->vm_private_data;
-	bool write = mkwrite || (vmf->flags & FAULT_FLAG_WRITE);
-	unsigned int flags = FAULT_FLAG_ALLOW_RETRY | FAULT_FLAG_KILLABLE |
-			     FAULT_FLAG_REMOTE;
-	struct vm_area_struct *ovma;
-	unsigned long oaddr;
-	vm_fault_t oret;
-
-	if (*ret != VM_FAULT_SIGBUS || READ_ONCE(att->dead) ||
-	    fatal_signal_pending(current) || !xpmem_fault_mirror(vmf, &oaddr))
-		return false;
-	ovma = vma_lookup(owner, oaddr);
-	if (!ovma || !userfaultfd_armed(ovma) || !xpmem_vma_mirrorable(ovma) ||
-	    !(ovma->vm_flags & VM_READ) ||
-	    (write && !(ovma->vm_flags & VM_WRITE)))
-		return false;
-	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY))
-		return false;
-	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT) {
-		*ret = VM_FAULT_RETRY;
-		return false;
-	}
-	if (mkwrite) {
-		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
-		*ret = VM_FAULT_NOPAGE;
-		return false;
-	}
-	if (write)
-		flags |= FAULT_FLAG_WRITE;
-	if (vmf->flags & FAULT_FLAG_USER)
-		flags |= vmf->flags & FAULT_FLAG_INTERRUPTIBLE;
-	if (mm != owner)
-		mmap_read_unlock(mm);
-	oret = handle_mm_fault(ovma, oaddr & PAGE_MASK, flags, NULL);
-	if (!xpmem_fault_dropped_lock(oret))
-		mmap_read_unlock(owner);
-	*ret = VM_FAULT_RETRY;
-	if (!(oret & VM_FAULT_ERROR) || (oret & VM_FAULT_RETRY) ||
-	    mmap_read_lock_killable(mm))
-		return true;
-	/* the handler refused (UFFD_FEATURE_SIGBUS, user mode only) */
-	*ret = oret & VM_FAULT_OOM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
-	return true;
-}
-
-/*
  * Take the owner's mmap_lock for reading without ever waiting for it
- * out of order (see the lock order in xpmem_internal.h).
+ * out of order (see the lock tree in xpmem_internal.h).
  *
  * Return: 0 with the lock held; 0 with *@reverse set if the caller must
  * drop the attacher's lock and take both in order (xpmem_fault_reversed());
@@ -639,7 +585,7 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 	if ((unsigned long)mm < (unsigned long)owner) {
 		/* in order: wait while holding the attacher's lock */
 		atomic_long_inc(&xpmem_stats.fault_owner_waits);
-		if (xpmem_mmap_read_lock_second(mm, owner))
+		if (xpmem_fault_lock_second_mm(mm, owner))
 			return VM_FAULT_SIGBUS;		/* killed */
 		return 0;
 	}
@@ -650,7 +596,7 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 		 * again only after another fault mapped the page read-only,
 		 * which needed the owner's lock and so found it free.
 		 */
-		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		xpmem_zap_att(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 		return VM_FAULT_NOPAGE;
 	}
 	if (vmf->flags & FAULT_FLAG_ALLOW_RETRY) {
@@ -696,7 +642,7 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 	mmap_read_unlock(mm);
 	if (mmap_read_lock_killable(owner))
 		goto put_file;
-	if (xpmem_mmap_read_lock_second(owner, mm))
+	if (xpmem_fault_lock_second_mm(owner, mm))
 		goto unlock_owner;
 	/* the file pins the attachment; the VMA may be another one now */
 	vma = vma_lookup(mm, address);
@@ -705,7 +651,7 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 
 		ret = xpmem_fault_resolve(&rvmf, owner, XPMEM_FAULT_PTE, pfns,
 					  maxpages);
-		if (xpmem_fault_userfault(&rvmf, owner, false, &ret))
+		if (xpmem_userfault_handle(&rvmf, owner, false, &ret))
 			goto put_file;
 	} else {
 		mmap_read_unlock(mm);
@@ -719,46 +665,37 @@ put_file:
 	return ret;
 }
 
-/*
- * The fault and the mkwrite handlers.  @mkwrite: the PTE exists read-only
- * and the attacher writes; make the owner's page writable and the PTE
- * with it if it still maps that page, and the window's other read-only
- * PTEs of pages the owner maps writable (xpmem_fault_mkwrite()).
+/**
+ * xpmem_fault_common - the ->fault and ->pfn_mkwrite handlers
+ * @vmf: the fault, in an attachment VMA
+ * @mkwrite: the PTE exists read-only and the attacher writes: make the
+ *	owner's page writable and the PTE with it if it still maps that page,
+ *	and the window's other read-only PTEs of pages the owner maps writable
  *
- * Called by the core with the attacher's mmap_lock held for reading (never
- * under the per-VMA lock: no ->map_pages), and never with an i_mmap_rwsem
- * or a folio lock held.  May wait for: the owner's mmap_lock (killably,
- * and out of address order never while holding the attacher's: see
- * xpmem_fault_lock_owner()), the owner's invalidations in flight over the
- * window (killably, xpmem_fault_win_settle()), att->pt_lock and att->lock
- * (held by others only briefly, never across a wait), the owner's own
- * page faults inside hmm_range_fault() (a write, ->fault or mkwrite, also
- * write-faults the owner's pages after it in the window: hmm faults to
- * the end of its walk), the owner folios' ->dirty_folio under att->lock
- * (without direct reclaim: xpmem_head_mark_dirty()), and the zap worker
- * (mkwrite, one page); the owner's userfaultfd handler, with no
- * mmap_lock held, killably (xpmem_fault_userfault()); a revoked
- * attachment only what xpmem_zero_fault() says.  A window with a page
- * the owner cannot fault (past its file's end, a guard page) is resolved
- * once more as the faulting page alone: the same waits again for one
- * page, att->lock briefly to narrow the listed window, nothing new.  A
- * ->pfn_mkwrite whose PTE names another page than the owner's writable
- * one zaps it and resolves the page once more as a write ->fault: the
- * same waits again, once.  The first fault of a mirror inserted while
- * the owner was invalidating waits, killably, until the owner's
- * invalidations in flight at the insertion have ended
- * (xpmem_fault_win_settle()).  So
- * nothing the owner does keeps it in an uninterruptible sleep for longer
- * than one of those bounded steps.
- * It maps only owner VMAs that are not attachments
- * (xpmem_vma_mirrorable()), so it never builds a mirror of a mirror; the
- * mkwrite's upgrade of its window maps nothing new, it only makes
- * writable PTEs this attachment's faults placed, each still naming the
- * owner's page at its offset; a narrowed window maps a part of the same
- * owner VMA, checked the same way.  It commits - inserts or upgrades -
- * under att->lock after checking att->dead and the window: a REMOVE or
- * RELEASE that marked the attachment dead is seen, and an invalidation
- * after the commit zaps.
+ * Maps only owner VMAs that are not attachments (xpmem_mirror_vma_ok()),
+ * never a mirror of a mirror (a mkwrite's upgrade only makes writable
+ * PTEs this attachment's faults placed); commits under att->lock after
+ * checking att->dead and the window, so a REMOVE or RELEASE that marked
+ * the attachment dead is seen and an invalidation after the commit zaps.
+ *
+ * Context:
+ * - held on entry: the attacher's mmap_lock for reading (never the per-VMA
+ *   lock: no ->map_pages); never an i_mmap_rwsem or a folio lock.
+ * - takes: the owner's mmap_lock for reading, in address order only (see
+ *   the lock tree in xpmem_internal.h; xpmem_fault_lock_owner()), then
+ *   att->pt_lock and att->lock, each held by others only briefly.
+ * - may wait for, killably: the owner's mmap_lock, the owner's
+ *   invalidations in flight over the window and, for a new mirror, those
+ *   in flight at its insertion (xpmem_fault_win_settle()), the owner's
+ *   userfaultfd handler with no mmap_lock held (xpmem_userfault_handle()).
+ * - may wait for, bounded: the owner's own page faults in hmm_range_fault(),
+ *   the owner folios' ->dirty_folio (xpmem_head_mark_dirty()), the zap
+ *   worker (a mkwrite's one page); a window the owner cannot fault, or a
+ *   mkwrite on a stale PTE, repeats these once for one page.  Nothing the
+ *   owner does keeps it in an uninterruptible sleep longer than one step.
+ * - a revoked attachment: only what xpmem_zero_fault() says.
+ * Return: VM_FAULT_NOPAGE, VM_FAULT_RETRY (the attacher's mmap_lock
+ * dropped), VM_FAULT_SIGBUS, VM_FAULT_OOM or the owner fault's error.
  */
 static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 {
@@ -780,8 +717,8 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 	if (READ_ONCE(att->dead))	/* revoked: SIGBUS, or zeros */
 		return xpmem_zero_fault(vmf, mkwrite);
 	/* (a page outside the mirrors is SIGBUS in xpmem_fault_resolve()) */
-	if (mkwrite && xpmem_fault_mirror(vmf, &oaddr) &&
-	    xpmem_fault_mkwrite_fast(vmf, att, oaddr))
+	if (mkwrite && xpmem_mirror_find(vmf, &oaddr) &&
+	    xpmem_map_mkwrite_fast(vmf, att, oaddr))
 		return VM_FAULT_NOPAGE;
 
 	maxpages = xpmem_fault_window_pages();
@@ -802,7 +739,7 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 
 	if (owner == vma->vm_mm) {
 		ret = xpmem_fault_resolve(vmf, owner, kind, pfns, maxpages);
-		xpmem_fault_userfault(vmf, owner, mkwrite, &ret);
+		xpmem_userfault_handle(vmf, owner, mkwrite, &ret);
 	} else {
 		ret = xpmem_fault_lock_owner(vmf, owner, mkwrite, &reverse);
 		if (reverse) {
@@ -810,7 +747,7 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 		} else if (!ret) {
 			ret = xpmem_fault_resolve(vmf, owner, kind, pfns,
 						  maxpages);
-			if (!xpmem_fault_userfault(vmf, owner, mkwrite, &ret))
+			if (!xpmem_userfault_handle(vmf, owner, mkwrite, &ret))
 				mmap_read_unlock(owner);
 		}
 	}
@@ -823,12 +760,12 @@ free_pfns:
 	return ret;
 }
 
-static vm_fault_t xpmem_att_fault(struct vm_fault *vmf)
+static vm_fault_t xpmem_fault_vma_fault(struct vm_fault *vmf)
 {
 	return xpmem_fault_common(vmf, false);
 }
 
-static vm_fault_t xpmem_att_mkwrite(struct vm_fault *vmf)
+static vm_fault_t xpmem_fault_vma_mkwrite(struct vm_fault *vmf)
 {
 	return xpmem_fault_common(vmf, true);
 }
@@ -848,8 +785,8 @@ bool xpmem_fault_huge_enabled(void)
  * including an owner mmap_lock that would have to be waited for out of
  * order (->fault knows how to).
  */
-static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
-				       unsigned int order)
+static vm_fault_t xpmem_fault_vma_huge_fault(struct vm_fault *vmf,
+					     unsigned int order)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct xpmem_att *att = vma->vm_private_data;
@@ -873,7 +810,7 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 	}
 	if (vma->vm_mm != att->mm || READ_ONCE(att->dead) ||
 	    haddr < vma->vm_start || vma->vm_end - haddr < PMD_SIZE ||
-	    !xpmem_fault_mirror(vmf, &oaddr) ||
+	    !xpmem_mirror_find(vmf, &oaddr) ||
 	    !IS_ALIGNED(oaddr - (vmf->address - haddr), PMD_SIZE))
 		return VM_FAULT_FALLBACK;
 	pfns = kmalloc_array(PTRS_PER_PMD, sizeof(*pfns),
@@ -887,7 +824,7 @@ static vm_fault_t xpmem_att_huge_fault(struct vm_fault *vmf,
 					  PTRS_PER_PMD);
 	} else if (mmap_read_trylock(owner) ||
 		   ((unsigned long)vma->vm_mm < (unsigned long)owner &&
-		    !xpmem_mmap_read_lock_second(vma->vm_mm, owner))) {
+		    !xpmem_fault_lock_second_mm(vma->vm_mm, owner))) {
 		ret = xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PMD, pfns,
 					  PTRS_PER_PMD);
 		mmap_read_unlock(owner);
@@ -902,7 +839,7 @@ free_pfns:
 }
 
 /**
- * xpmem_att_get_unmapped_area - an attach address for the kernel to choose
+ * xpmem_fault_get_unmapped_area - an attach address for the kernel to choose
  * @file: the attachment's file
  * @addr: the caller's hint or MAP_FIXED address
  * @len: the attachment's size
@@ -913,11 +850,11 @@ free_pfns:
  * pages) when the attachment spans at least that, so that owner PMDs can
  * be attacher PMDs.
  */
-unsigned long xpmem_att_get_unmapped_area(struct file *file,
-					  unsigned long addr,
-					  unsigned long len,
-					  unsigned long pgoff,
-					  unsigned long flags)
+unsigned long xpmem_fault_get_unmapped_area(struct file *file,
+					    unsigned long addr,
+					    unsigned long len,
+					    unsigned long pgoff,
+					    unsigned long flags)
 {
 	struct xpmem_att *att = file->private_data;
 	unsigned long want, ret;
@@ -925,7 +862,7 @@ unsigned long xpmem_att_get_unmapped_area(struct file *file,
 	if ((flags & MAP_FIXED) || len < PMD_SIZE ||
 	    !xpmem_fault_huge_enabled() || len > TASK_SIZE - PMD_SIZE)
 		return xpmem_get_unmapped_area(addr, len, flags);
-	want = xpmem_range_oaddr(&att->mirrors[0].r, pgoff << PAGE_SHIFT) &
+	want = xpmem_seg_range_oaddr(&att->mirrors[0].r, pgoff << PAGE_SHIFT) &
 	       ~PMD_MASK;
 	ret = xpmem_get_unmapped_area(addr, len + PMD_SIZE, flags);
 	if (IS_ERR_VALUE(ret))
@@ -940,14 +877,14 @@ bool xpmem_fault_huge_enabled(void)
 #endif
 
 /* VMA count of an attachment: +1 on split or mremap copy, -1 on removal. */
-static void xpmem_att_vma_open(struct vm_area_struct *vma)
+static void xpmem_fault_vma_open(struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = vma->vm_private_data;
 
 	atomic_inc(&att->nr_vmas);
 }
 
-static void xpmem_att_vma_close(struct vm_area_struct *vma)
+static void xpmem_fault_vma_close(struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = vma->vm_private_data;
 
@@ -955,11 +892,11 @@ static void xpmem_att_vma_close(struct vm_area_struct *vma)
 }
 
 /* The whole of @vma, were it placed where it is: does it mirror itself? */
-static bool xpmem_vma_maps_itself(struct vm_area_struct *vma)
+static bool xpmem_fault_vma_maps_itself(struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = vma->vm_private_data;
 
-	return xpmem_att_maps_itself(att->seg, vma->vm_mm,
+	return xpmem_mirror_maps_itself(att->seg, vma->vm_mm,
 				     vma->vm_start, vma->vm_pgoff << PAGE_SHIFT,
 				     vma->vm_end - vma->vm_start);
 }
@@ -972,9 +909,9 @@ static bool xpmem_vma_maps_itself(struct vm_area_struct *vma)
  * tables back over the old range: that invalidation finds no mapped
  * offsets there for any attachment of this one's VMA, so nobody waits.
  */
-static int xpmem_att_vma_mremap(struct vm_area_struct *vma)
+static int xpmem_fault_vma_mremap(struct vm_area_struct *vma)
 {
-	return xpmem_vma_maps_itself(vma) ? -EINVAL : 0;
+	return xpmem_fault_vma_maps_itself(vma) ? -EINVAL : 0;
 }
 
 /*
@@ -984,20 +921,20 @@ static int xpmem_att_vma_mremap(struct vm_area_struct *vma)
  * that exists anyway keeps the core from invalidating the attachment under
  * its own i_mmap_rwsem should a placement check ever be missed.
  */
-static int xpmem_att_vma_may_split(struct vm_area_struct *vma,
-				   unsigned long addr)
+static int xpmem_fault_vma_may_split(struct vm_area_struct *vma,
+				     unsigned long addr)
 {
-	return WARN_ON_ONCE(xpmem_vma_maps_itself(vma)) ? -EINVAL : 0;
+	return WARN_ON_ONCE(xpmem_fault_vma_maps_itself(vma)) ? -EINVAL : 0;
 }
 
-const struct vm_operations_struct xpmem_vm_ops = {
-	.open = xpmem_att_vma_open,
-	.close = xpmem_att_vma_close,
-	.mremap = xpmem_att_vma_mremap,
-	.XPMEM_VM_OPS_MAY_SPLIT = xpmem_att_vma_may_split,
-	.fault = xpmem_att_fault,
+const struct vm_operations_struct xpmem_fault_vm_ops = {
+	.open = xpmem_fault_vma_open,
+	.close = xpmem_fault_vma_close,
+	.mremap = xpmem_fault_vma_mremap,
+	.XPMEM_VM_OPS_MAY_SPLIT = xpmem_fault_vma_may_split,
+	.fault = xpmem_fault_vma_fault,
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
-	.huge_fault = xpmem_att_huge_fault,
+	.huge_fault = xpmem_fault_vma_huge_fault,
 #endif
-	.pfn_mkwrite = xpmem_att_mkwrite,
+	.pfn_mkwrite = xpmem_fault_vma_mkwrite,
 };

@@ -76,7 +76,8 @@ static u64 xpmem_id_permute(u64 x)
 	int round;
 
 	for (round = 0; round < XPMEM_ID_ROUNDS; round++) {
-		next = left ^ (siphash_2u64(right, round, &xpmem_id_key) & mask);
+		next = left ^ (siphash_2u64(right, round,
+			       &xpmem_id_key) & mask);
 		left = right;
 		right = next;
 	}

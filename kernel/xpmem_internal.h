@@ -41,7 +41,8 @@
  *         returns only after that invalidation has ended, and with it the
  *         zap, so the attachment outlives every zap that names it.  The
  *         zap holds its own reference on the attachment's inode.
- * omm_ref: the segment and each attachment of it (struct xpmem_omm_ref).
+ * owner_ref: the segment and each attachment of it (struct xpmem_owner_ref,
+ *         a hold of the owner's notifier record).
  * The id and key tables hold no reference: an object is published only
  * while MAKE's or GET's own reference or its ctx list's keeps it, and
  * unpublished before that one is dropped.  Lookups run under RCU and take
@@ -60,12 +61,12 @@
  *                                nest in one order only: the one whose
  *                                mm_struct has the lower address first
  *                                (SINGLE_DEPTH_NESTING for the second);
- *                                how a fault keeps it: docs/design.md,
- *                                "Two mmap_locks".
+ *                                the fault never waits for them in the
+ *                                other order (xpmem_fault.c; also
+ *                                docs/design.md, "Two mmap_locks").
  *       att->pt_lock             page table pages of the attachment's
- *                                VMAs are allocated (xpmem_map.c),
- *                                and huge PMDs inserted (the fault's
- *                                commit, xpmem_fault.c), under it;
+ *                                VMAs are allocated and huge PMDs
+ *                                inserted under it (both xpmem_map.c);
  *                                so are the pages of a revoked
  *                                ZERO_REVOKED attachment (xpmem_zero.c)
  *         att->lock              the notifier lock; PTE insertion runs
@@ -101,7 +102,7 @@
  *                                read section is a memcpy with page
  *                                faults off, nothing nests in it but the
  *                                object flags it reads (xpmem_revoke.c)
- *   omm->lock                    the owner's invalidations in flight;
+ *   owner_notifier->lock         the owner's invalidations in flight;
  *                                leaf spinlock, taken by the invalidate
  *                                callback (before att->lock, or inside
  *                                it when non-blockable), by the owner's
@@ -133,6 +134,7 @@
 #include <linux/bits.h>
 #include <linux/types.h>
 #include <linux/completion.h>
+#include <linux/hmm.h>
 #include <linux/kref.h>
 #include <linux/refcount.h>
 #include <linux/workqueue.h>
@@ -160,17 +162,18 @@ struct io_uring_cmd;
 struct iov_iter;
 struct ipc_namespace;
 struct pid;
-struct xpmem_omm;
+struct xpmem_owner_notifier;
 struct vm_fault;
 struct vm_area_struct;
 
 /*
- * Owner pages an attachment remembers as "writable, resolved by a write
- * fault" until an invalidation touches them (xpmem_mirror.c); a small table
- * indexed by a hash of the owner address.
+ * The writable-page table of an attachment: owner pages it remembers as
+ * "writable, resolved by a write fault" until an invalidation touches
+ * them (filled and read by xpmem_map.c, forgotten by xpmem_mirror.c); a
+ * small table indexed by a hash of the owner address.
  */
-#define XPMEM_WOK_BITS		4
-#define XPMEM_WOK_SLOTS		BIT(XPMEM_WOK_BITS)
+#define XPMEM_WRITABLE_BITS	4
+#define XPMEM_WRITABLE_SLOTS	BIT(XPMEM_WRITABLE_BITS)
 
 /*
  * Pages per bitmap of xpmem_att.mapped: a page table's worth with 4 KiB
@@ -281,7 +284,7 @@ struct xpmem_seg {
 	 * registered by the first ATTACH, held by the segment and by each
 	 * of its attachments until their notifiers are removed.
 	 */
-	struct xpmem_omm_ref *omm;
+	struct xpmem_owner_ref *owner_ref;
 	unsigned int nr_ranges;		/* >= 1; adjacent buffers merged */
 	struct xpmem_seg_range ranges[];
 };
@@ -294,7 +297,7 @@ struct xpmem_seg {
  * are removed, which may be long after the segment is freed.  The last
  * reference puts the notifier (xpmem_seg.c).
  */
-struct xpmem_omm_ref {
+struct xpmem_owner_ref {
 	struct mmu_notifier *mn;
 	refcount_t ref;
 };
@@ -366,19 +369,22 @@ struct xpmem_att {
 	 */
 	struct inode *inode;
 	struct mutex lock;		/* the notifiers' lock */
-	struct mutex pt_lock;		/* page tables, PMDs (map.c, fault.c) */
+	struct mutex pt_lock;		/* page tables, PMDs (xpmem_map.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
 	bool dead;			/* under lock: revoked (SIGBUS) */
 	bool zero_revoked;		/* revoked: zeros, not SIGBUS */
 	struct xarray zero_pages;	/* its private pages once revoked */
 	struct xpmem_user *zero_user;	/* charged for them (referenced) */
-	/* under lock: windows of faults in progress (xpmem_mirror.c) */
+	/*
+	 * under lock: windows of faults in progress (struct xpmem_fault_win:
+	 * listed by xpmem_fault.c, marked by xpmem_mirror.c)
+	 */
 	struct list_head faults;
-	/* under lock: owner pages a write fault found writable */
-	struct xpmem_wok {
+	/* under lock: the writable-page table (XPMEM_WRITABLE_BITS) */
+	struct xpmem_writable_page {
 		unsigned long oaddr;	/* owner address; 0: empty */
 		unsigned long pfn;
-	} wok[XPMEM_WOK_SLOTS];
+	} writable_pages[XPMEM_WRITABLE_SLOTS];
 	/*
 	 * Segment offsets that may have a PTE or PMD: a bitmap per block of
 	 * XPMEM_MAPPED_BLOCK pages, set under att->lock before insertion,
@@ -387,8 +393,9 @@ struct xpmem_att {
 	 * zap and waits for nothing.
 	 */
 	struct xarray mapped;
-	struct xpmem_omm *omm;		/* the owner's invalidations */
-	struct xpmem_omm_ref *omm_ref;	/* referenced: keeps @omm */
+	/* the owner's notifier record: its invalidations in flight */
+	struct xpmem_owner_notifier *owner_notifier;
+	struct xpmem_owner_ref *owner_ref;	/* keeps @owner_notifier */
 	/* release: the notifiers are removed, and @att freed, in a worker */
 	struct work_struct free_work;
 	/* waits for the invalidations in flight at insertion (mirror.c) */
@@ -400,7 +407,11 @@ struct xpmem_att {
 
 /*
  * Interfaces, one heading per file, in layer order: a file calls only the
- * files above its heading here (docs/design.md, "Layers").
+ * files above its heading here (docs/design.md, "Layers").  Every
+ * function of xpmem_FOO.c is named xpmem_FOO_*, with one exception: the
+ * lifetime helpers of struct xpmem_user (xpmem_user_get(),
+ * xpmem_user_hold(), xpmem_user_put()) live in xpmem_ctx.c, which owns
+ * the users.
  */
 
 /* xpmem_stats.c: counters, sysfs */
@@ -443,8 +454,8 @@ extern unsigned int xpmem_max_attachments;
 extern unsigned int xpmem_max_revoked_pages;
 int xpmem_ctx_init(void);
 void xpmem_ctx_exit(void);
-bool xpmem_user_charge(atomic_t *count, unsigned int limit);
-bool xpmem_charge(atomic_t *count, unsigned int limit);	/* ATTACH's */
+bool xpmem_ctx_charge(atomic_t *count, unsigned int limit);
+bool xpmem_ctx_charge_att(atomic_t *count, unsigned int limit);	/* ATTACH's */
 struct xpmem_user *xpmem_user_hold(struct xpmem_ctx *ctx);
 void xpmem_user_put(struct xpmem_user *user);
 struct xpmem_ctx *xpmem_ctx_alloc(void);
@@ -469,20 +480,20 @@ unsigned int xpmem_seg_range_index(const struct xpmem_seg *seg,
 				   unsigned long off);
 
 /* Owner address of segment offset @off, which lies in range @r. */
-static inline unsigned long xpmem_range_oaddr(const struct xpmem_seg_range *r,
-					      unsigned long off)
+static inline unsigned long
+xpmem_seg_range_oaddr(const struct xpmem_seg_range *r, unsigned long off)
 {
 	return r->oaddr + (off - r->off);
 }
 
-int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
+int xpmem_seg_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd);
 struct xpmem_seg *xpmem_seg_lookup(xpmem_segid_t segid);
 struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len);
 bool xpmem_seg_visible(const struct xpmem_seg *seg);
-bool xpmem_host_ids_enabled(void);
+bool xpmem_seg_host_ids_enabled(void);
 void xpmem_seg_get(struct xpmem_seg *seg);
 void xpmem_seg_put(struct xpmem_seg *seg);
-void xpmem_omm_ref_put(struct xpmem_omm_ref *r);
+void xpmem_seg_owner_ref_put(struct xpmem_owner_ref *r);
 bool xpmem_seg_owner_alive(struct xpmem_seg *seg);
 struct xpmem_seg *xpmem_seg_unlink(struct xpmem_ctx *ctx,
 				   xpmem_segid_t segid);
@@ -492,9 +503,9 @@ void xpmem_seg_withdraw(struct xpmem_seg *seg);
 /* xpmem_permit.c: access permits */
 int xpmem_permit_init(void);
 void xpmem_permit_exit(void);
-int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
-	      const struct xpmem_seg_opts *opts, xpmem_apid_t *apid);
-int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd);
+int xpmem_permit_create(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
+			const struct xpmem_seg_opts *opts, xpmem_apid_t *apid);
+int xpmem_permit_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd);
 struct xpmem_permit *xpmem_permit_lookup(xpmem_apid_t apid);
 void xpmem_permit_get(struct xpmem_permit *permit);
 void xpmem_permit_put(struct xpmem_permit *permit);
@@ -521,51 +532,57 @@ struct xpmem_zap {		/* one part of one attachment to zap */
 
 int xpmem_zap_init(void);
 void xpmem_zap_exit(void);
-bool xpmem_in_zap_worker(void);
+bool xpmem_zap_in_worker(void);
 void xpmem_zap_run(struct list_head *zaps);
 struct xpmem_zap *xpmem_zap_list(struct xpmem_att *att, unsigned long offset,
 				 unsigned long len, gfp_t gfp);
-void xpmem_zaps_done(struct list_head *zaps);
-void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
+void xpmem_zap_list_done(struct list_head *zaps);
+void xpmem_zap_att(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len);
-void xpmem_att_mapped_init(struct xpmem_att *att);
-void xpmem_att_mapped_destroy(struct xpmem_att *att);
-int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
+void xpmem_zap_mapped_init(struct xpmem_att *att);
+void xpmem_zap_mapped_destroy(struct xpmem_att *att);
+int xpmem_zap_mapped_prepare(struct xpmem_att *att, unsigned long off,
 			     unsigned long len);
-bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
+bool xpmem_zap_mapped_set(struct xpmem_att *att, unsigned long off,
 			  unsigned long len);
-bool xpmem_att_mapped_test(struct xpmem_att *att, unsigned long off,
+bool xpmem_zap_mapped_test(struct xpmem_att *att, unsigned long off,
 			   unsigned long len);
-void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
+void xpmem_zap_mapped_forget(struct xpmem_att *att, unsigned long off,
 			     unsigned long len);
 
 /*
- * xpmem_mirror.c: what attachments mirror (invalidate callback, the
- * owner's invalidations in flight, windows of faults in progress)
+ * xpmem_mirror.c: what attachments mirror (the invalidate callback, the
+ * owner's notifier record of its invalidations in flight)
  */
 int xpmem_mirror_init(void);
 void xpmem_mirror_exit(void);
-extern const struct mmu_interval_notifier_ops xpmem_att_mni_ops;
+extern const struct mmu_interval_notifier_ops xpmem_mirror_ops;
 void xpmem_mirror_defer(struct work_struct *work);
-int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm);
-void xpmem_att_omm_put(struct xpmem_att *att);
-void xpmem_att_settle_init(struct xpmem_att *att);
-void xpmem_att_settle(struct xpmem_att *att);
-bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
-			   unsigned long addr, unsigned long off,
-			   unsigned long len);
+bool xpmem_mirror_vma_ok(struct vm_area_struct *vma);
+struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
+				       unsigned long *oaddr);
+int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm);
+void xpmem_mirror_owner_put(struct xpmem_att *att);
+void xpmem_mirror_settle_init(struct xpmem_att *att);
+void xpmem_mirror_settle(struct xpmem_att *att);
+int xpmem_mirror_wait(struct xpmem_mirror *m, unsigned long start,
+		      unsigned long end);
+bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg,
+			      struct mm_struct *mm, unsigned long addr,
+			      unsigned long off, unsigned long len);
 
 /*
- * A fault's owner range [start, end), on att->faults while it resolves.
+ * A fault's owner range [start, end), on att->faults while it resolves
+ * (listed by xpmem_fault.c, marked by the invalidate callback).
  * @changes is never inserted in an interval tree: it is the sequence
  * hmm_range_fault() tests between its steps (and takes the owner's mm
  * from).  It is 0 when an attempt starts, and the invalidate callback
- * sets it to 1 when an invalidation overlaps the part of the window the
- * fault needs (its page; all of the window of a PMD or a ->pfn_mkwrite),
- * so every such invalidation stops the walk - also while the owner keeps
- * some invalidation in progress without pause, when the mirror's own
- * sequence no longer moves.  An invalidation of other pages of the window
- * only cuts them out of what the attempt maps: one fault among the many
+ * sets it to 1 when an invalidation overlaps the window's required part
+ * (its page; all of the window of a PMD or a ->pfn_mkwrite), so every
+ * such invalidation stops the walk - also while the owner keeps some
+ * invalidation in progress without pause, when the mirror's own sequence
+ * no longer moves.  An invalidation of other pages of the window only
+ * cuts them out of its usable part: one fault among the many
  * invalidations of a busy owner restarts only for those of its own page.
  */
 struct xpmem_fault_win {
@@ -574,54 +591,58 @@ struct xpmem_fault_win {
 	/* owner addresses; changed under att->lock (xpmem_fault_win_narrow()) */
 	unsigned long start;
 	unsigned long end;
-	/* an invalidation of [need_start, need_end) starts the fault over */
-	unsigned long need_start;
-	unsigned long need_end;
+	/* required part: an invalidation of it starts the fault over */
+	unsigned long required_start;
+	unsigned long required_end;
 	/*
-	 * under att->lock: what the other invalidations of the window since
-	 * the attempt began leave usable, [keep_start, keep_end), page
-	 * aligned: each lies wholly below or above the needed part and moves
-	 * one bound, so the needed part always stays inside
+	 * usable part, under att->lock: what the other invalidations of the
+	 * window since the attempt began leave usable, page aligned: each
+	 * lies wholly below or above the required part and moves one bound,
+	 * so the required part always stays inside
 	 */
-	unsigned long keep_start;
-	unsigned long keep_end;
+	unsigned long usable_start;
+	unsigned long usable_end;
 	struct mmu_interval_notifier changes;
 };
 
-void xpmem_fault_win_begin(struct xpmem_fault_win *win,
-			   struct xpmem_mirror *m, struct mm_struct *owner,
-			   unsigned long start, unsigned long end,
-			   unsigned long need_start, unsigned long need_end);
-int xpmem_fault_win_settle(struct xpmem_fault_win *win);
-void xpmem_fault_win_narrow(struct xpmem_fault_win *win, unsigned long start,
-			    unsigned long end);
-bool xpmem_fault_win_stale(struct xpmem_fault_win *win);
-void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked);
-void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
-			unsigned long pfn);
-bool xpmem_wok_take(struct xpmem_att *att, unsigned long oaddr,
-		    unsigned long pfn);
+/*
+ * xpmem_map.c: a resolved window into the attacher's page tables, and the
+ * owner pages a write fault found writable
+ */
 
-/* xpmem_map.c: a resolved window into the attacher's page tables */
+/* What a resolution is for. */
+enum xpmem_fault_kind {
+	XPMEM_FAULT_PTE,	/* ->fault: map the window with PTEs */
+	XPMEM_FAULT_MKWRITE,	/* ->pfn_mkwrite: one PTE becomes writable */
+	XPMEM_FAULT_PMD,	/* ->huge_fault: one huge PMD, or fall back */
+};
+
+/*
+ * One resolution: the fault, its window and the owner's pages of it
+ * (resolved by xpmem_fault.c, committed by xpmem_map_commit()).
+ */
+struct xpmem_fault {
+	struct vm_fault *vmf;
+	struct xpmem_att *att;
+	enum xpmem_fault_kind kind;
+	bool write;
+	unsigned long oaddr;		/* owner address of vmf->address */
+	unsigned long lo, hi;		/* the window, attacher addresses */
+	unsigned long off;		/* segment offset of lo */
+	unsigned long fidx;		/* the faulting page's index */
+	unsigned long *pfns;		/* one entry per page of the window */
+	bool look_only;			/* owner VMA under userfaultfd */
+	struct xpmem_fault_win win;	/* listed while it resolves */
+	struct hmm_range range;
+};
+
 int xpmem_map_init(void);
 void xpmem_map_exit(void);
-unsigned long xpmem_hmm_pfn(unsigned long hmm_pfn);
-pmd_t *xpmem_find_pmd(struct mm_struct *mm, unsigned long addr);
-int xpmem_fault_prepare_pt(struct vm_fault *vmf);
-bool xpmem_fault_verify(struct mm_struct *owner, unsigned long oaddr,
-			unsigned long *pfns, unsigned long npages,
-			unsigned long fidx);
-bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf, struct xpmem_att *att,
-			      unsigned long oaddr);
-vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
-			      const unsigned long *pfns, unsigned long npages,
-			      unsigned long fidx, bool write);
-vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long start,
-			       unsigned long *pfns, unsigned long npages,
-			       unsigned long fidx, bool *zap);
-vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
-				  const unsigned long *pfns, unsigned long fidx,
-				  bool write);
+pmd_t *xpmem_map_find_pmd(struct mm_struct *mm, unsigned long addr);
+int xpmem_map_prepare_pt(struct vm_fault *vmf);
+bool xpmem_map_mkwrite_fast(struct vm_fault *vmf, struct xpmem_att *att,
+			    unsigned long oaddr);
+vm_fault_t xpmem_map_commit(struct xpmem_fault *f, bool *zap);
 
 /* xpmem_zero.c: what a revoked ZERO_REVOKED attachment maps */
 int xpmem_zero_init(void);
@@ -630,36 +651,39 @@ void xpmem_zero_att_init(struct xpmem_att *att);
 void xpmem_zero_att_destroy(struct xpmem_att *att);
 vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite);
 
+/* xpmem_userfault.c: a fault on owner memory under userfaultfd */
+bool xpmem_userfault_handle(struct vm_fault *vmf, struct mm_struct *owner,
+			    bool mkwrite, vm_fault_t *ret);
+
 /* xpmem_fault.c: attacher page faults and the attachment VMAs' operations */
-extern const struct vm_operations_struct xpmem_vm_ops;
-bool xpmem_vma_is_att(struct vm_area_struct *vma);
-bool xpmem_vma_mirrorable(struct vm_area_struct *vma);
+extern const struct vm_operations_struct xpmem_fault_vm_ops;
+bool xpmem_fault_vma_is_att(struct vm_area_struct *vma);
 bool xpmem_fault_huge_enabled(void);
 unsigned long xpmem_fault_window_pages(void);
-unsigned long xpmem_att_get_unmapped_area(struct file *file,
-					  unsigned long addr,
-					  unsigned long len,
-					  unsigned long pgoff,
-					  unsigned long flags);	/* if huge */
+unsigned long xpmem_fault_get_unmapped_area(struct file *file,
+					    unsigned long addr,
+					    unsigned long len,
+					    unsigned long pgoff,
+					    unsigned long flags); /* if huge */
 
 /* xpmem_populate.c: faulting attachments in ahead of their first access */
-void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
+void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
 			unsigned long a, unsigned long end, bool write);
-int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
-			     bool write);
+int xpmem_populate_range(unsigned long vaddr, unsigned long len,
+			 bool write);
 
 /* xpmem_attach.c: attachments, their files and their VMAs */
-int xpmem_attach(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
-		 u64 size, unsigned long *vaddr, unsigned int flags,
-		 struct file **filep);
-int xpmem_cmd_attach(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
+int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
+			u64 size, unsigned long *vaddr, unsigned int flags,
+			struct file **filep);
+int xpmem_attach_cmd(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
 		     struct file **filep);
 
 /* xpmem_detach.c: DETACH; the end of permits and segments */
-int xpmem_cmd_detach(struct xpmem_ctx *ctx, unsigned long vaddr);
+int xpmem_detach_cmd(struct xpmem_ctx *ctx, unsigned long vaddr);
 void xpmem_detach_undo(struct file *file);
-void xpmem_permit_end(struct xpmem_permit *permit, bool unmap);
-void xpmem_seg_end(struct xpmem_seg *seg);
+void xpmem_detach_permit_end(struct xpmem_permit *permit, bool unmap);
+void xpmem_detach_seg_end(struct xpmem_seg *seg);
 
 /* xpmem_copy.c: copies through a permit */
 ssize_t xpmem_copy(struct xpmem_ctx *ctx, const struct xpmem_ext_copy *cmd,

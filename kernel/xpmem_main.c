@@ -6,7 +6,7 @@
  * The classic commands are _IO('x', 0..8) with their historical argument
  * layouts, the extension commands _IOWR('x', 0x20 + n, struct) with
  * fixed-width ones (include/xpmem_uapi.h).  Each command copies its
- * argument in, checks it (one xpmem_check_*() per extension command,
+ * argument in, checks it (one xpmem_main_check_*() per extension command,
  * shared by the ioctl and the io_uring paths), calls one function of the
  * core and copies the result out; a result that cannot be copied out is
  * undone so nothing is left behind that the caller cannot name.
@@ -23,7 +23,7 @@
 #include "xpmem_internal.h"
 #include "compat.h"
 
-static int xpmem_open(struct inode *inode, struct file *file)
+static int xpmem_main_open(struct inode *inode, struct file *file)
 {
 	struct xpmem_ctx *ctx;
 
@@ -33,7 +33,7 @@ static int xpmem_open(struct inode *inode, struct file *file)
 	if (!ctx)
 		return -ENOMEM;
 	file->private_data = ctx;
-	/* reads of events honour RWF_NOWAIT (xpmem_read_iter()) */
+	/* reads of events honour RWF_NOWAIT (xpmem_main_read_iter()) */
 	file->f_mode |= FMODE_NOWAIT;
 	xpmem_proc_open(ctx);
 	return 0;
@@ -43,12 +43,12 @@ static int xpmem_open(struct inode *inode, struct file *file)
  * The ctx's segments end: revoked, then their getters are told why
  * (XPMEM_EXT_EVENT_*).
  */
-static void xpmem_end_segs(struct xpmem_ctx *ctx, u32 reason)
+static void xpmem_main_end_segs(struct xpmem_ctx *ctx, u32 reason)
 {
 	struct xpmem_seg *seg;
 
 	while ((seg = xpmem_seg_unlink_any(ctx))) {
-		xpmem_seg_end(seg);
+		xpmem_detach_seg_end(seg);
 		xpmem_event_seg_end(seg, reason);
 		xpmem_seg_put(seg);
 	}
@@ -61,108 +61,109 @@ static void xpmem_end_segs(struct xpmem_ctx *ctx, u32 reason)
  * receiver of the descriptor) keeps the file open: nobody can use them
  * any more, and their getters learn of it at once.
  */
-static int xpmem_flush(struct file *file, fl_owner_t id)
+static int xpmem_main_flush(struct file *file, fl_owner_t id)
 {
 	struct xpmem_ctx *ctx = file->private_data;
 
 	xpmem_proc_flush(ctx, file);
 	if (xpmem_event_group_exited(ctx))
-		xpmem_end_segs(ctx, XPMEM_EXT_EVENT_OWNER_EXITED);
+		xpmem_main_end_segs(ctx, XPMEM_EXT_EVENT_OWNER_EXITED);
 	return 0;
 }
 
 /* Last close: the ctx's segments are removed and its permits released. */
-static int xpmem_release(struct inode *inode, struct file *file)
+static int xpmem_main_release(struct inode *inode, struct file *file)
 {
 	struct xpmem_ctx *ctx = file->private_data;
 	u32 reason = xpmem_event_close_reason(ctx);
 	struct xpmem_permit *permit;
 
 	while ((permit = xpmem_permit_unlink_any(ctx))) {
-		xpmem_permit_end(permit, false);
+		xpmem_detach_permit_end(permit, false);
 		xpmem_permit_put(permit);
 	}
-	xpmem_end_segs(ctx, reason);
+	xpmem_main_end_segs(ctx, reason);
 	xpmem_proc_close(ctx);
 	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
 	return 0;
 }
 
 /* REMOVE: the segment and every attachment of it end. */
-static int xpmem_remove(struct xpmem_ctx *ctx, xpmem_segid_t segid)
+static int xpmem_main_remove(struct xpmem_ctx *ctx, xpmem_segid_t segid)
 {
 	struct xpmem_seg *seg = xpmem_seg_unlink(ctx, segid);
 
 	if (IS_ERR(seg))
 		return PTR_ERR(seg);
-	xpmem_seg_end(seg);
+	xpmem_detach_seg_end(seg);
 	xpmem_event_seg_end(seg, XPMEM_EXT_EVENT_REMOVED);
 	xpmem_seg_put(seg);
 	return 0;
 }
 
 /* RELEASE: the permit ends; the caller's attachments through it go. */
-static int xpmem_release_permit(struct xpmem_ctx *ctx, xpmem_apid_t apid)
+static int xpmem_main_release_permit(struct xpmem_ctx *ctx, xpmem_apid_t apid)
 {
 	struct xpmem_permit *permit = xpmem_permit_unlink(ctx, apid);
 
 	if (IS_ERR(permit))
 		return PTR_ERR(permit);
-	xpmem_permit_end(permit, true);
+	xpmem_detach_permit_end(permit, true);
 	xpmem_permit_put(permit);
 	return 0;
 }
 
-static long xpmem_ioctl_make(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_make(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_cmd_make cmd;
 	int ret;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	ret = xpmem_cmd_make(ctx, &cmd);
+	ret = xpmem_seg_cmd_make(ctx, &cmd);
 	if (ret)
 		return ret;
-	if (put_user(cmd.segid, &((struct xpmem_cmd_make __user *)uarg)->segid)) {
-		xpmem_remove(ctx, cmd.segid);
+	if (put_user(cmd.segid,
+		     &((struct xpmem_cmd_make __user *)uarg)->segid)) {
+		xpmem_main_remove(ctx, cmd.segid);
 		return -EFAULT;
 	}
 	return 0;
 }
 
-static long xpmem_ioctl_remove(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_remove(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_cmd_remove cmd;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_remove(ctx, cmd.segid);
+	return xpmem_main_remove(ctx, cmd.segid);
 }
 
-static long xpmem_ioctl_get(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_get(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_cmd_get cmd;
 	int ret;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	ret = xpmem_cmd_get(ctx, &cmd);
+	ret = xpmem_permit_cmd_get(ctx, &cmd);
 	if (ret)
 		return ret;
 	if (put_user(cmd.apid, &((struct xpmem_cmd_get __user *)uarg)->apid)) {
-		xpmem_release_permit(ctx, cmd.apid);
+		xpmem_main_release_permit(ctx, cmd.apid);
 		return -EFAULT;
 	}
 	return 0;
 }
 
-static long xpmem_ioctl_release(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_release(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_cmd_release cmd;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_release_permit(ctx, cmd.apid);
+	return xpmem_main_release_permit(ctx, cmd.apid);
 }
 
 /*
@@ -174,15 +175,15 @@ static long xpmem_ioctl_release(struct xpmem_ctx *ctx, void __user *uarg)
  * fails (another thread made the page unwritable meanwhile), the new
  * attachment is unmapped again: a failed ATTACH leaves nothing attached.
  */
-static int xpmem_attach_prepare_out(__u64 __user *out)
+static int xpmem_main_attach_prepare_out(__u64 __user *out)
 {
 	__u64 v;
 
 	return get_user(v, out) || put_user(v, out) ? -EFAULT : 0;
 }
 
-static int xpmem_attach_copy_out(struct file *file, __u64 vaddr,
-				 __u64 __user *out)
+static int xpmem_main_attach_copy_out(struct file *file, __u64 vaddr,
+				      __u64 __user *out)
 {
 	int ret = put_user(vaddr, out) ? -EFAULT : 0;
 
@@ -192,7 +193,7 @@ static int xpmem_attach_copy_out(struct file *file, __u64 vaddr,
 	return ret;
 }
 
-static long xpmem_ioctl_attach(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_attach(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_cmd_attach __user *ucmd = uarg;
 	struct xpmem_cmd_attach cmd;
@@ -201,23 +202,23 @@ static long xpmem_ioctl_attach(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	ret = xpmem_attach_prepare_out(&ucmd->vaddr) ?:
-	      xpmem_cmd_attach(ctx, &cmd, &file);
+	ret = xpmem_main_attach_prepare_out(&ucmd->vaddr) ?:
+	      xpmem_attach_cmd(ctx, &cmd, &file);
 	if (ret)
 		return ret;
-	return xpmem_attach_copy_out(file, cmd.vaddr, &ucmd->vaddr);
+	return xpmem_main_attach_copy_out(file, cmd.vaddr, &ucmd->vaddr);
 }
 
-static long xpmem_ioctl_detach(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_detach(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_cmd_detach cmd;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_cmd_detach(ctx, cmd.vaddr);
+	return xpmem_detach_cmd(ctx, cmd.vaddr);
 }
 
-static bool xpmem_zeroed(const void *p, size_t len)
+static bool xpmem_main_zeroed(const void *p, size_t len)
 {
 	return !memchr_inv(p, 0, len);
 }
@@ -228,47 +229,48 @@ static bool xpmem_zeroed(const void *p, size_t len)
  * A key field: given (@set) exactly when 1 <= @len <= @max, and every
  * byte of @buf past @len zero.
  */
-static bool xpmem_key_field_ok(bool set, u32 len, const u8 *buf, u32 max)
+static bool xpmem_main_key_field_ok(bool set, u32 len, const u8 *buf, u32 max)
 {
 	if (!set)
-		return !len && xpmem_zeroed(buf, max);
-	return len && len <= max && xpmem_zeroed(buf + len, max - len);
+		return !len && xpmem_main_zeroed(buf, max);
+	return len && len <= max && xpmem_main_zeroed(buf + len, max - len);
 }
 
-static int xpmem_check_query(const struct xpmem_ext_query *q)
+static int xpmem_main_check_query(const struct xpmem_ext_query *q)
 {
 	if (q->flags || q->reserved0 ||
-	    !xpmem_zeroed(q->reserved, sizeof(q->reserved)))
+	    !xpmem_main_zeroed(q->reserved, sizeof(q->reserved)))
 		return -EINVAL;
 	return 0;
 }
 
-static int xpmem_check_make(const struct xpmem_ext_make *cmd)
+static int xpmem_main_check_make(const struct xpmem_ext_make *cmd)
 {
 	if ((cmd->flags & ~XPMEM_EXT_MAKE_FLAGS) ||
 	    /* crossing IPC namespaces takes a secret, not just a segid */
 	    ((cmd->flags & XPMEM_EXT_MAKE_ANY_NS) &&
 	     !(cmd->flags & XPMEM_EXT_MAKE_AUTH)) ||
-	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
-	    !xpmem_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_KEY, cmd->key_len,
+	    !xpmem_main_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
+	    !xpmem_main_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_KEY,
+				     cmd->key_len,
 				cmd->key, sizeof(cmd->key)) ||
-	    !xpmem_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_AUTH,
+	    !xpmem_main_key_field_ok(cmd->flags & XPMEM_EXT_MAKE_AUTH,
 				cmd->auth_len, cmd->auth, sizeof(cmd->auth)))
 		return -EINVAL;
 	return 0;
 }
 
-static int xpmem_check_get(const struct xpmem_ext_get *cmd)
+static int xpmem_main_check_get(const struct xpmem_ext_get *cmd)
 {
 	int access = cmd->flags & (XPMEM_RDONLY | XPMEM_RDWR);
 
 	if ((cmd->flags & ~XPMEM_EXT_GET_FLAGS) ||
 	    (access != XPMEM_RDONLY && access != XPMEM_RDWR) ||
 	    cmd->reserved0 ||
-	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
-	    !xpmem_key_field_ok(cmd->flags & XPMEM_EXT_GET_BY_KEY,
+	    !xpmem_main_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
+	    !xpmem_main_key_field_ok(cmd->flags & XPMEM_EXT_GET_BY_KEY,
 				cmd->key_len, cmd->key, sizeof(cmd->key)) ||
-	    !xpmem_key_field_ok(cmd->flags & XPMEM_EXT_GET_AUTH,
+	    !xpmem_main_key_field_ok(cmd->flags & XPMEM_EXT_GET_AUTH,
 				cmd->auth_len, cmd->auth, sizeof(cmd->auth)))
 		return -EINVAL;
 	/* by key or by segid, not both */
@@ -277,30 +279,30 @@ static int xpmem_check_get(const struct xpmem_ext_get *cmd)
 	return 0;
 }
 
-/* (xpmem_attach() checks the flags, the offset and the size) */
-static int xpmem_check_attach(const struct xpmem_ext_attach *cmd)
+/* (xpmem_attach_create() checks the flags, the offset and the size) */
+static int xpmem_main_check_attach(const struct xpmem_ext_attach *cmd)
 {
 	if (cmd->reserved0 ||
-	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
+	    !xpmem_main_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
 	    cmd->vaddr > TASK_SIZE)
 		return -EINVAL;
 	return 0;
 }
 
 /* (xpmem_copy() checks the range against the segment) */
-static int xpmem_check_copy(const struct xpmem_ext_copy *cmd)
+static int xpmem_main_check_copy(const struct xpmem_ext_copy *cmd)
 {
 	if ((cmd->flags & ~XPMEM_EXT_COPY_FLAGS) || cmd->reserved0 ||
-	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
+	    !xpmem_main_zeroed(cmd->reserved, sizeof(cmd->reserved)) ||
 	    cmd->apid <= 0)
 		return -EINVAL;
 	return 0;
 }
 
-static int xpmem_check_populate(const struct xpmem_ext_populate *cmd)
+static int xpmem_main_check_populate(const struct xpmem_ext_populate *cmd)
 {
 	if ((cmd->flags & ~XPMEM_EXT_POPULATE_FLAGS) || cmd->reserved0 ||
-	    !xpmem_zeroed(cmd->reserved, sizeof(cmd->reserved)))
+	    !xpmem_main_zeroed(cmd->reserved, sizeof(cmd->reserved)))
 		return -EINVAL;
 	return 0;
 }
@@ -315,7 +317,7 @@ static int xpmem_check_populate(const struct xpmem_ext_populate *cmd)
 				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_COPY) | \
 				 XPMEM_EXT_CMD_BIT(XPMEM_CMD_EXT_POPULATE))
 
-static void xpmem_query(struct xpmem_ext_query *q)
+static void xpmem_main_query(struct xpmem_ext_query *q)
 {
 	memset(q, 0, sizeof(*q));
 	q->abi_version = XPMEM_EXT_ABI_VERSION;
@@ -325,7 +327,7 @@ static void xpmem_query(struct xpmem_ext_query *q)
 		      XPMEM_EXT_KF_COPY | XPMEM_EXT_KF_MAKE_IOV |
 		      XPMEM_EXT_KF_ANY_NS | XPMEM_EXT_KF_ZERO_REVOKED |
 		      XPMEM_EXT_KF_EVENTS |
-		      (xpmem_host_ids_enabled() ? XPMEM_EXT_KF_HOST_IDS : 0) |
+		      (xpmem_seg_host_ids_enabled() ? XPMEM_EXT_KF_HOST_IDS : 0) |
 		      (XPMEM_URING_CMDS ? XPMEM_EXT_KF_URING : 0) |
 		      (XPMEM_URING_FIXED ? XPMEM_EXT_KF_URING_FIXED : 0) |
 		      (xpmem_fault_huge_enabled() ? XPMEM_EXT_KF_HUGE_PMD : 0);
@@ -339,9 +341,9 @@ static void xpmem_query(struct xpmem_ext_query *q)
  * EXT_MAKE's buffers: the one (vaddr, size) in *@one, or with IOV an
  * array of @cmd->size read from @cmd->vaddr into *@alloc.
  */
-static int xpmem_make_iov(const struct xpmem_ext_make *cmd,
-			  struct xpmem_ext_iov *one,
-			  struct xpmem_ext_iov **alloc)
+static int xpmem_main_make_iov(const struct xpmem_ext_make *cmd,
+			       struct xpmem_ext_iov *one,
+			       struct xpmem_ext_iov **alloc)
 {
 	u64 nr = cmd->size;
 
@@ -364,9 +366,9 @@ static int xpmem_make_iov(const struct xpmem_ext_make *cmd,
 	return 0;
 }
 
-static int xpmem_ext_make(struct xpmem_ctx *ctx,
-			  const struct xpmem_ext_make *cmd,
-			  xpmem_segid_t *segid)
+static int xpmem_main_ext_make(struct xpmem_ctx *ctx,
+			       const struct xpmem_ext_make *cmd,
+			       xpmem_segid_t *segid)
 {
 	struct xpmem_seg_opts opts = {
 		.rdonly = cmd->flags & XPMEM_EXT_MAKE_RDONLY,
@@ -375,7 +377,7 @@ static int xpmem_ext_make(struct xpmem_ctx *ctx,
 	struct xpmem_ext_iov one, *iov;
 	int ret;
 
-	ret = xpmem_make_iov(cmd, &one, &iov);
+	ret = xpmem_main_make_iov(cmd, &one, &iov);
 	if (ret)
 		return ret;
 	if (cmd->flags & XPMEM_EXT_MAKE_KEY) {
@@ -392,9 +394,9 @@ static int xpmem_ext_make(struct xpmem_ctx *ctx,
 	return ret;
 }
 
-static int xpmem_ext_get(struct xpmem_ctx *ctx,
-			 const struct xpmem_ext_get *cmd,
-			 xpmem_segid_t *segid, xpmem_apid_t *apid)
+static int xpmem_main_ext_get(struct xpmem_ctx *ctx,
+			      const struct xpmem_ext_get *cmd,
+			      xpmem_segid_t *segid, xpmem_apid_t *apid)
 {
 	struct xpmem_seg_opts opts = {};
 	struct xpmem_seg *seg;
@@ -410,27 +412,28 @@ static int xpmem_ext_get(struct xpmem_ctx *ctx,
 		opts.auth = cmd->auth;
 		opts.auth_len = cmd->auth_len;
 	}
-	return xpmem_get(ctx, seg, cmd->flags & (XPMEM_RDONLY | XPMEM_RDWR),
+	return xpmem_permit_create(ctx, seg,
+				   cmd->flags & (XPMEM_RDONLY | XPMEM_RDWR),
 			 &opts, apid);
 }
 
 /* ---- ioctl: extension commands ------------------------------------------ */
 
-static long xpmem_ioctl_ext_query(void __user *uarg)
+static long xpmem_main_ioctl_ext_query(void __user *uarg)
 {
 	struct xpmem_ext_query q;
 
 	if (copy_from_user(&q, uarg, sizeof(q)))
 		return -EFAULT;
-	if (xpmem_check_query(&q))
+	if (xpmem_main_check_query(&q))
 		return -EINVAL;
-	xpmem_query(&q);
+	xpmem_main_query(&q);
 	if (copy_to_user(uarg, &q, sizeof(q)))
 		return -EFAULT;
 	return 0;
 }
 
-static long xpmem_ioctl_ext_make(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_ext_make(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_ext_make cmd;
 	xpmem_segid_t segid;
@@ -438,19 +441,19 @@ static long xpmem_ioctl_ext_make(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	ret = xpmem_check_make(&cmd);
+	ret = xpmem_main_check_make(&cmd);
 	if (!ret)
-		ret = xpmem_ext_make(ctx, &cmd, &segid);
+		ret = xpmem_main_ext_make(ctx, &cmd, &segid);
 	if (!ret &&
 	    put_user(segid, &((struct xpmem_ext_make __user *)uarg)->segid)) {
-		xpmem_remove(ctx, segid);
+		xpmem_main_remove(ctx, segid);
 		ret = -EFAULT;
 	}
 	memzero_explicit(&cmd, sizeof(cmd));	/* the authorization key */
 	return ret;
 }
 
-static long xpmem_ioctl_ext_get(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_ext_get(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_ext_get __user *ucmd = uarg;
 	struct xpmem_ext_get cmd;
@@ -460,19 +463,20 @@ static long xpmem_ioctl_ext_get(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	ret = xpmem_check_get(&cmd);
+	ret = xpmem_main_check_get(&cmd);
 	if (!ret)
-		ret = xpmem_ext_get(ctx, &cmd, &segid, &apid);
+		ret = xpmem_main_ext_get(ctx, &cmd, &segid, &apid);
 	if (!ret &&
 	    (put_user(apid, &ucmd->apid) || put_user(segid, &ucmd->segid))) {
-		xpmem_release_permit(ctx, apid);
+		xpmem_main_release_permit(ctx, apid);
 		ret = -EFAULT;
 	}
 	memzero_explicit(&cmd, sizeof(cmd));	/* the authorization key */
 	return ret;
 }
 
-static long xpmem_ioctl_ext_attach(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_ext_attach(struct xpmem_ctx *ctx,
+					void __user *uarg)
 {
 	struct xpmem_ext_attach __user *ucmd = uarg;
 	struct xpmem_ext_attach cmd;
@@ -482,41 +486,43 @@ static long xpmem_ioctl_ext_attach(struct xpmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	ret = xpmem_check_attach(&cmd);
+	ret = xpmem_main_check_attach(&cmd);
 	if (ret)
 		return ret;
 	vaddr = cmd.vaddr;
-	ret = xpmem_attach_prepare_out(&ucmd->vaddr) ?:
-	      xpmem_attach(ctx, cmd.apid, cmd.offset, cmd.size, &vaddr,
-			   cmd.flags, &file);
+	ret = xpmem_main_attach_prepare_out(&ucmd->vaddr) ?:
+	      xpmem_attach_create(ctx, cmd.apid, cmd.offset, cmd.size, &vaddr,
+				  cmd.flags, &file);
 	if (ret)
 		return ret;
-	return xpmem_attach_copy_out(file, vaddr, &ucmd->vaddr);
+	return xpmem_main_attach_copy_out(file, vaddr, &ucmd->vaddr);
 }
 
-static long xpmem_ioctl_ext_copy(struct xpmem_ctx *ctx, void __user *uarg)
+static long xpmem_main_ioctl_ext_copy(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_ext_copy cmd;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_check_copy(&cmd) ?: xpmem_copy(ctx, &cmd, false, NULL, 0);
+	return xpmem_main_check_copy(&cmd) ?:
+	       xpmem_copy(ctx, &cmd, false, NULL, 0);
 }
 
-static long xpmem_ioctl_ext_populate(void __user *uarg)
+static long xpmem_main_ioctl_ext_populate(void __user *uarg)
 {
 	struct xpmem_ext_populate cmd;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
-	return xpmem_check_populate(&cmd) ?:
-	       xpmem_att_populate_range(cmd.vaddr, cmd.len,
-					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
+	return xpmem_main_check_populate(&cmd) ?:
+	       xpmem_populate_range(cmd.vaddr, cmd.len,
+				    cmd.flags & XPMEM_EXT_POPULATE_WRITE);
 }
 
 /* ---- ioctl -------------------------------------------------------------- */
 
-static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+static long xpmem_main_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long arg)
 {
 	struct xpmem_ctx *ctx = file->private_data;
 	void __user *uarg = (void __user *)arg;
@@ -524,34 +530,34 @@ static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (cmd == XPMEM_CMD_VERSION)
 		return XPMEM_VERSION_CODE;
 	if (cmd == XPMEM_CMD_EXT_QUERY)
-		return xpmem_ioctl_ext_query(uarg);
+		return xpmem_main_ioctl_ext_query(uarg);
 	/* Classic convention: a process that did not open the device. */
 	if (ctx->mm != current->mm)
 		return -XPMEM_ERRNO_NOPROC;
 
 	switch (cmd) {
 	case XPMEM_CMD_MAKE:
-		return xpmem_ioctl_make(ctx, uarg);
+		return xpmem_main_ioctl_make(ctx, uarg);
 	case XPMEM_CMD_REMOVE:
-		return xpmem_ioctl_remove(ctx, uarg);
+		return xpmem_main_ioctl_remove(ctx, uarg);
 	case XPMEM_CMD_GET:
-		return xpmem_ioctl_get(ctx, uarg);
+		return xpmem_main_ioctl_get(ctx, uarg);
 	case XPMEM_CMD_RELEASE:
-		return xpmem_ioctl_release(ctx, uarg);
+		return xpmem_main_ioctl_release(ctx, uarg);
 	case XPMEM_CMD_ATTACH:
-		return xpmem_ioctl_attach(ctx, uarg);
+		return xpmem_main_ioctl_attach(ctx, uarg);
 	case XPMEM_CMD_DETACH:
-		return xpmem_ioctl_detach(ctx, uarg);
+		return xpmem_main_ioctl_detach(ctx, uarg);
 	case XPMEM_CMD_EXT_ATTACH:
-		return xpmem_ioctl_ext_attach(ctx, uarg);
+		return xpmem_main_ioctl_ext_attach(ctx, uarg);
 	case XPMEM_CMD_EXT_MAKE:
-		return xpmem_ioctl_ext_make(ctx, uarg);
+		return xpmem_main_ioctl_ext_make(ctx, uarg);
 	case XPMEM_CMD_EXT_GET:
-		return xpmem_ioctl_ext_get(ctx, uarg);
+		return xpmem_main_ioctl_ext_get(ctx, uarg);
 	case XPMEM_CMD_EXT_COPY:
-		return xpmem_ioctl_ext_copy(ctx, uarg);
+		return xpmem_main_ioctl_ext_copy(ctx, uarg);
 	case XPMEM_CMD_EXT_POPULATE:
-		return xpmem_ioctl_ext_populate(uarg);
+		return xpmem_main_ioctl_ext_populate(uarg);
 	case XPMEM_CMD_FORK_BEGIN:
 	case XPMEM_CMD_FORK_END:
 		/* Nothing is pinned, so fork needs no preparation. */
@@ -570,8 +576,8 @@ static long xpmem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
  * The argument of an io_uring command: its struct xpmem_ext_uring_cmd,
  * then the struct it points to.
  */
-static int xpmem_uring_arg(struct io_uring_cmd *ioucmd, void *arg,
-			   size_t size)
+static int xpmem_main_uring_arg(struct io_uring_cmd *ioucmd, void *arg,
+				size_t size)
 {
 	const struct xpmem_ext_uring_cmd *uc = xpmem_uring_cmd_area(ioucmd);
 	u64 uarg = READ_ONCE(uc->arg);
@@ -583,33 +589,33 @@ static int xpmem_uring_arg(struct io_uring_cmd *ioucmd, void *arg,
 	return 0;
 }
 
-static int xpmem_uring_copy(struct xpmem_ctx *ctx,
-			    struct io_uring_cmd *ioucmd,
-			    unsigned int issue_flags)
+static int xpmem_main_uring_copy(struct xpmem_ctx *ctx,
+				 struct io_uring_cmd *ioucmd,
+				 unsigned int issue_flags)
 {
 	bool fixed = xpmem_uring_cmd_fixed(ioucmd);
 	struct xpmem_ext_copy cmd;
 	ssize_t ret;
 
-	ret = xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd)) ?:
-	      xpmem_check_copy(&cmd) ?:
+	ret = xpmem_main_uring_arg(ioucmd, &cmd, sizeof(cmd)) ?:
+	      xpmem_main_check_copy(&cmd) ?:
 	      xpmem_copy(ctx, &cmd, issue_flags & IO_URING_F_NONBLOCK,
 			 fixed ? ioucmd : NULL, fixed ? issue_flags : 0);
 	return xpmem_uring_result(ioucmd, ret, issue_flags);
 }
 
-static int xpmem_uring_populate(struct io_uring_cmd *ioucmd,
-				unsigned int issue_flags)
+static int xpmem_main_uring_populate(struct io_uring_cmd *ioucmd,
+				     unsigned int issue_flags)
 {
 	struct xpmem_ext_populate cmd;
 
 	/* faults take locks and wait: a worker's job */
 	if (issue_flags & IO_URING_F_NONBLOCK)
 		return -EAGAIN;
-	return xpmem_uring_arg(ioucmd, &cmd, sizeof(cmd)) ?:
-	       xpmem_check_populate(&cmd) ?:
-	       xpmem_att_populate_range(cmd.vaddr, cmd.len,
-					cmd.flags & XPMEM_EXT_POPULATE_WRITE);
+	return xpmem_main_uring_arg(ioucmd, &cmd, sizeof(cmd)) ?:
+	       xpmem_main_check_populate(&cmd) ?:
+	       xpmem_populate_range(cmd.vaddr, cmd.len,
+				    cmd.flags & XPMEM_EXT_POPULATE_WRITE);
 }
 
 /*
@@ -629,8 +635,8 @@ static int xpmem_uring_populate(struct io_uring_cmd *ioucmd,
  * argument's address), or -EIOCBQUEUED for a result posted already
  * (xpmem_uring_result()).
  */
-static int xpmem_uring_cmd(struct io_uring_cmd *ioucmd,
-			   unsigned int issue_flags)
+static int xpmem_main_uring_cmd(struct io_uring_cmd *ioucmd,
+				unsigned int issue_flags)
 {
 	struct xpmem_ctx *ctx = ioucmd->file->private_data;
 
@@ -638,9 +644,9 @@ static int xpmem_uring_cmd(struct io_uring_cmd *ioucmd,
 		return -XPMEM_ERRNO_NOPROC;
 	switch (ioucmd->cmd_op) {
 	case XPMEM_CMD_EXT_COPY:
-		return xpmem_uring_copy(ctx, ioucmd, issue_flags);
+		return xpmem_main_uring_copy(ctx, ioucmd, issue_flags);
 	case XPMEM_CMD_EXT_POPULATE:
-		return xpmem_uring_populate(ioucmd, issue_flags);
+		return xpmem_main_uring_populate(ioucmd, issue_flags);
 	default:
 		return -ENOTTY;
 	}
@@ -654,7 +660,7 @@ static int xpmem_uring_cmd(struct io_uring_cmd *ioucmd,
  * (include/xpmem_uapi.h; xpmem_event_read()).  The file position is
  * ignored.  Waits only for events and another reader, interruptibly.
  */
-static ssize_t xpmem_read_iter(struct kiocb *iocb, struct iov_iter *to)
+static ssize_t xpmem_main_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct file *file = iocb->ki_filp;
 	struct xpmem_ctx *ctx = file->private_data;
@@ -666,7 +672,7 @@ static ssize_t xpmem_read_iter(struct kiocb *iocb, struct iov_iter *to)
 }
 
 /* poll(2), epoll, io_uring's POLL_ADD: readable while events are queued. */
-static __poll_t xpmem_poll(struct file *file, poll_table *wait)
+static __poll_t xpmem_main_poll(struct file *file, poll_table *wait)
 {
 	struct xpmem_ctx *ctx = file->private_data;
 
@@ -674,29 +680,29 @@ static __poll_t xpmem_poll(struct file *file, poll_table *wait)
 	return xpmem_event_pending(ctx) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
-static const struct file_operations xpmem_fops = {
+static const struct file_operations xpmem_main_fops = {
 	.owner = THIS_MODULE,
-	.open = xpmem_open,
-	.flush = xpmem_flush,
-	.release = xpmem_release,
-	.read_iter = xpmem_read_iter,
-	.poll = xpmem_poll,
-	.unlocked_ioctl = xpmem_ioctl,
+	.open = xpmem_main_open,
+	.flush = xpmem_main_flush,
+	.release = xpmem_main_release,
+	.read_iter = xpmem_main_read_iter,
+	.poll = xpmem_main_poll,
+	.unlocked_ioctl = xpmem_main_ioctl,
 #ifdef XPMEM_HAVE_URING_CMD
-	.uring_cmd = xpmem_uring_cmd,
+	.uring_cmd = xpmem_main_uring_cmd,
 #endif
 	.llseek = noop_llseek,
 };
 
-static struct miscdevice xpmem_dev = {
+static struct miscdevice xpmem_main_dev = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "xpmem",
-	.fops = &xpmem_fops,
+	.fops = &xpmem_main_fops,
 	.mode = 0666,
 	.groups = xpmem_attr_groups,
 };
 
-static int __init xpmem_init(void)
+static int __init xpmem_main_init(void)
 {
 	int ret;
 
@@ -721,7 +727,7 @@ static int __init xpmem_init(void)
 	ret = xpmem_proc_init();
 	if (ret)
 		goto exit_zero;
-	ret = misc_register(&xpmem_dev);
+	ret = misc_register(&xpmem_main_dev);
 	if (ret)
 		goto exit_proc;
 	return 0;
@@ -743,9 +749,9 @@ exit_ctx:
 	return ret;
 }
 
-static void __exit xpmem_exit(void)
+static void __exit xpmem_main_exit(void)
 {
-	misc_deregister(&xpmem_dev);
+	misc_deregister(&xpmem_main_dev);
 	xpmem_proc_exit();
 	xpmem_zero_exit();
 	xpmem_map_exit();
@@ -755,8 +761,8 @@ static void __exit xpmem_exit(void)
 	xpmem_ctx_exit();
 }
 
-module_init(xpmem_init);
-module_exit(xpmem_exit);
+module_init(xpmem_main_init);
+module_exit(xpmem_main_exit);
 
 MODULE_DESCRIPTION("Cross-process memory attach (XPMEM) mirroring the owner's page tables");
 MODULE_LICENSE("GPL");

@@ -6,7 +6,7 @@
  * Invariants (docs/design.md, "PTE kinds and GUP", "Writable attachments"):
  * - every PTE is a special PFN PTE (our own zero page for the owner's), so
  *   get_user_pages() never finds an owner page through an attachment;
- * - everything here but xpmem_fault_prepare_pt() runs under att->lock with
+ * - everything here but xpmem_map_prepare_pt() runs under att->lock with
  *   the window not stale, so every page it maps is still the owner's; it
  *   allocates nothing and waits for nothing but the attacher's page table
  *   lock, and it never assumes that a page table it saw is still there
@@ -28,10 +28,10 @@
  * refuses in writable mappings: reads of memory the owner never wrote see
  * zeroes and allocate nothing in the owner.  Read-only, never written.
  */
-static struct page *xpmem_zero_page;
+static struct page *xpmem_map_zero_page;
 
 /* The PFN an hmm_range_fault() entry names, without its flag bits. */
-unsigned long xpmem_hmm_pfn(unsigned long hmm_pfn)
+static unsigned long xpmem_map_hmm_pfn(unsigned long hmm_pfn)
 {
 	return hmm_pfn & ~HMM_PFN_FLAGS;
 }
@@ -39,12 +39,12 @@ unsigned long xpmem_hmm_pfn(unsigned long hmm_pfn)
 /* The PFN to map for an owner PFN: our own zero page for the zero page. */
 static unsigned long xpmem_map_pfn(unsigned long hmm_pfn)
 {
-	unsigned long pfn = xpmem_hmm_pfn(hmm_pfn);
+	unsigned long pfn = xpmem_map_hmm_pfn(hmm_pfn);
 
-	return is_zero_pfn(pfn) ? page_to_pfn(xpmem_zero_page) : pfn;
+	return is_zero_pfn(pfn) ? page_to_pfn(xpmem_map_zero_page) : pfn;
 }
 
-static int xpmem_noop_pte(pte_t *pte, unsigned long addr, void *data)
+static int xpmem_map_noop_pte(pte_t *pte, unsigned long addr, void *data)
 {
 	return 0;
 }
@@ -53,7 +53,7 @@ static int xpmem_noop_pte(pte_t *pte, unsigned long addr, void *data)
  * The PMD slot of @addr in @mm, or NULL if the page tables above it do
  * not exist.  Under the mmap_lock, so they cannot be freed meanwhile.
  */
-pmd_t *xpmem_find_pmd(struct mm_struct *mm, unsigned long addr)
+pmd_t *xpmem_map_find_pmd(struct mm_struct *mm, unsigned long addr)
 {
 	pgd_t *pgd = pgd_offset(mm, addr);
 	p4d_t *p4d;
@@ -78,8 +78,8 @@ pmd_t *xpmem_find_pmd(struct mm_struct *mm, unsigned long addr)
  * khugepaged's retraction) is freed only after it.  Return: false if
  * nothing present is mapped there (none, swap, migration entries).
  */
-static bool xpmem_owner_pfn(struct mm_struct *mm, unsigned long oaddr,
-			    unsigned long *pfn, bool *write)
+static bool xpmem_map_owner_pfn(struct mm_struct *mm, unsigned long oaddr,
+				unsigned long *pfn, bool *write)
 {
 	pgd_t *pgd = pgd_offset(mm, oaddr);
 	p4d_t *p4d;
@@ -122,7 +122,7 @@ static bool xpmem_owner_pfn(struct mm_struct *mm, unsigned long oaddr,
 }
 
 /**
- * xpmem_fault_verify - keep only the entries that name the owner's page
+ * xpmem_map_verify - keep only the entries that name the owner's page
  * @owner: the owner's mm, its mmap_lock held for reading
  * @oaddr: the owner address of @pfns[0], from the attacher address and
  *	the attachment's segment offset (not from the window's arithmetic)
@@ -143,9 +143,9 @@ static bool xpmem_owner_pfn(struct mm_struct *mm, unsigned long oaddr,
  * Return: false if the faulting page's entry was dropped (the access is
  * then repeated rather than failed).
  */
-bool xpmem_fault_verify(struct mm_struct *owner, unsigned long oaddr,
-			unsigned long *pfns, unsigned long npages,
-			unsigned long fidx)
+static bool xpmem_map_verify(struct mm_struct *owner, unsigned long oaddr,
+			     unsigned long *pfns, unsigned long npages,
+			     unsigned long fidx)
 {
 	unsigned long i, pfn;
 	bool write;
@@ -156,8 +156,8 @@ bool xpmem_fault_verify(struct mm_struct *owner, unsigned long oaddr,
 
 		if (!(p & HMM_PFN_VALID) || (p & HMM_PFN_ERROR))
 			continue;
-		if (!xpmem_owner_pfn(owner, oaddr, &pfn, &write) ||
-		    WARN_ON_ONCE(pfn != xpmem_hmm_pfn(p))) {
+		if (!xpmem_map_owner_pfn(owner, oaddr, &pfn, &write) ||
+		    WARN_ON_ONCE(pfn != xpmem_map_hmm_pfn(p))) {
 			pfns[i] = 0;
 			continue;
 		}
@@ -169,9 +169,9 @@ bool xpmem_fault_verify(struct mm_struct *owner, unsigned long oaddr,
 }
 
 /* The faulting address's PMD slot (@vmf->pmd is NULL after a reversal). */
-static pmd_t *xpmem_fault_pmd(struct vm_fault *vmf)
+static pmd_t *xpmem_map_fault_pmd(struct vm_fault *vmf)
 {
-	return vmf->pmd ? vmf->pmd : xpmem_find_pmd(vmf->vma->vm_mm,
+	return vmf->pmd ? vmf->pmd : xpmem_map_find_pmd(vmf->vma->vm_mm,
 						     vmf->address);
 }
 
@@ -191,7 +191,7 @@ static pmd_t *xpmem_fault_pmd(struct vm_fault *vmf)
  * Return: 0; -EAGAIN if the slot holds a huge PMD now (the access is
  * simply repeated); -ENOMEM.
  */
-int xpmem_fault_prepare_pt(struct vm_fault *vmf)
+int xpmem_map_prepare_pt(struct vm_fault *vmf)
 {
 	struct xpmem_att *att = vmf->vma->vm_private_data;
 	int ret = 0, tries = 3;
@@ -199,13 +199,13 @@ int xpmem_fault_prepare_pt(struct vm_fault *vmf)
 
 	mutex_lock(&att->pt_lock);
 	do {
-		pmd = xpmem_fault_pmd(vmf);
+		pmd = xpmem_map_fault_pmd(vmf);
 		if (pmd && pmd_leaf(READ_ONCE(*pmd)))
 			ret = -EAGAIN;
 		else if (!pmd || pmd_none(READ_ONCE(*pmd)))
 			ret = apply_to_page_range(vmf->vma->vm_mm,
 						  vmf->address, PAGE_SIZE,
-						  xpmem_noop_pte, NULL) ?
+						  xpmem_map_noop_pte, NULL) ?
 			      -ENOMEM : 0;
 		else
 			ret = 0;
@@ -215,9 +215,9 @@ int xpmem_fault_prepare_pt(struct vm_fault *vmf)
 }
 
 /**
- * xpmem_pte_apply - run @fn on PTEs of one page table, under its lock
+ * xpmem_map_pte_apply - run @fn on PTEs of one page table, under its lock
  * @mm: the attacher's mm, under its mmap_lock
- * @pmd: the PMD slot that holds the table (xpmem_fault_pmd())
+ * @pmd: the PMD slot that holds the table (xpmem_map_fault_pmd())
  * @addr: the first address, page aligned
  * @npages: how many pages, all inside @pmd's 2 MiB
  * @fn: called for each PTE under the page table lock; must not sleep;
@@ -245,9 +245,9 @@ int xpmem_fault_prepare_pt(struct vm_fault *vmf)
  *
  * Return: 0 or what @fn returned; -EAGAIN if @pmd holds no page table.
  */
-static int xpmem_pte_apply(struct mm_struct *mm, pmd_t *pmd,
-			   unsigned long addr, unsigned long npages,
-			   pte_fn_t fn, void *data)
+static int xpmem_map_pte_apply(struct mm_struct *mm, pmd_t *pmd,
+			       unsigned long addr, unsigned long npages,
+			       pte_fn_t fn, void *data)
 {
 	unsigned long i;
 	spinlock_t *ptl;	/* the table's lock (split PTE locks) */
@@ -275,9 +275,9 @@ out:
 }
 
 /* The attacher wrote or read the owner's page: as if the owner had. */
-static void xpmem_fault_touch(unsigned long hmm_pfn, bool write)
+static void xpmem_map_touch(unsigned long hmm_pfn, bool write)
 {
-	unsigned long pfn = xpmem_hmm_pfn(hmm_pfn);
+	unsigned long pfn = xpmem_map_hmm_pfn(hmm_pfn);
 	struct page *head;
 
 	if (!pfn_valid(pfn) || is_zero_pfn(pfn))
@@ -299,14 +299,14 @@ static void xpmem_fault_touch(unsigned long hmm_pfn, bool write)
  * their folios become dirty first, as if the attacher had written each
  * (it may, without another fault).  Accessed is the faulting page's alone.
  */
-static void xpmem_fault_dirty_window(const unsigned long *pfns,
-				     unsigned long npages)
+static void xpmem_map_dirty_window(const unsigned long *pfns,
+				   unsigned long npages)
 {
 	struct page *head, *last = NULL;
 	unsigned long i, pfn;
 
 	for (i = 0; i < npages; i++) {
-		pfn = xpmem_hmm_pfn(pfns[i]);
+		pfn = xpmem_map_hmm_pfn(pfns[i]);
 		if (!(pfns[i] & HMM_PFN_VALID) || (pfns[i] & HMM_PFN_ERROR) ||
 		    !(pfns[i] & HMM_PFN_WRITE) || !pfn_valid(pfn) ||
 		    is_zero_pfn(pfn))
@@ -318,8 +318,8 @@ static void xpmem_fault_dirty_window(const unsigned long *pfns,
 	}
 }
 
-/* One ->pfn_mkwrite's upgrade of its window, for xpmem_upgrade_pte(). */
-struct xpmem_upgrade {
+/* One ->pfn_mkwrite's upgrade of its window, for xpmem_map_upgrade_pte(). */
+struct xpmem_map_upgrade {
 	struct vm_fault *vmf;
 	unsigned long *pfns;		/* NULL: the written page alone */
 	unsigned long start;		/* attacher address of pfns[0] */
@@ -328,7 +328,7 @@ struct xpmem_upgrade {
 };
 
 /*
- * xpmem_pte_apply() callback, under the attacher's page table lock, in
+ * xpmem_map_pte_apply() callback, under the attacher's page table lock, in
  * two walks.  The first keeps HMM_PFN_WRITE only in the entries of the
  * window's other read-only PTEs that name the page the owner maps
  * writable there, so that their folios can be dirtied between the walks,
@@ -343,9 +343,9 @@ struct xpmem_upgrade {
  * write-protected) stays read-only and takes its own ->pfn_mkwrite, which
  * breaks COW in the owner first.
  */
-static int xpmem_upgrade_pte(pte_t *ptep, unsigned long addr, void *data)
+static int xpmem_map_upgrade_pte(pte_t *ptep, unsigned long addr, void *data)
 {
-	struct xpmem_upgrade *u = data;
+	struct xpmem_map_upgrade *u = data;
 	struct vm_fault *vmf = u->vmf;
 	pte_t pte = ptep_get(ptep);
 	unsigned long *p;
@@ -363,7 +363,7 @@ static int xpmem_upgrade_pte(pte_t *ptep, unsigned long addr, void *data)
 	if (!(*p & HMM_PFN_WRITE))
 		return 0;
 	if (!pte_present(pte) || pte_write(pte) || !(*p & HMM_PFN_VALID) ||
-	    (*p & HMM_PFN_ERROR) || pte_pfn(pte) != xpmem_hmm_pfn(*p) ||
+	    (*p & HMM_PFN_ERROR) || pte_pfn(pte) != xpmem_map_hmm_pfn(*p) ||
 	    is_zero_pfn(pte_pfn(pte))) {
 		*p &= ~HMM_PFN_WRITE;	/* not this one */
 		return 0;
@@ -378,13 +378,13 @@ set:
 	return 0;
 }
 
-static vm_fault_t xpmem_fault_set_writable(struct xpmem_upgrade *u,
-					   unsigned long npages)
+static vm_fault_t xpmem_map_set_writable(struct xpmem_map_upgrade *u,
+					 unsigned long npages)
 {
 	struct vm_fault *vmf = u->vmf;
 	struct mm_struct *mm = vmf->vma->vm_mm;
 	struct xpmem_att *att = vmf->vma->vm_private_data;
-	pmd_t *pmd = xpmem_fault_pmd(vmf);
+	pmd_t *pmd = xpmem_map_fault_pmd(vmf);
 
 	lockdep_assert_held(&att->lock);
 	/* huge PMDs go in under att->lock: none can appear meanwhile */
@@ -392,16 +392,77 @@ static vm_fault_t xpmem_fault_set_writable(struct xpmem_upgrade *u,
 		return VM_FAULT_NOPAGE;
 	/* gone meanwhile (PT_RECLAIM): the repeated access faults again */
 	if (u->pfns) {
-		if (xpmem_pte_apply(mm, pmd, u->start, npages,
-				    xpmem_upgrade_pte, u))
+		if (xpmem_map_pte_apply(mm, pmd, u->start, npages,
+					xpmem_map_upgrade_pte, u))
 			return VM_FAULT_NOPAGE;
-		xpmem_fault_dirty_window(u->pfns, npages);
+		xpmem_map_dirty_window(u->pfns, npages);
 	}
 	u->commit = true;
-	xpmem_pte_apply(mm, pmd, u->start, npages, xpmem_upgrade_pte, u);
+	xpmem_map_pte_apply(mm, pmd, u->start, npages, xpmem_map_upgrade_pte,
+			    u);
 	if (u->upgraded)
 		atomic_long_add(u->upgraded, &xpmem_stats.pages_upgraded);
 	return VM_FAULT_NOPAGE;
+}
+
+/* ---- Owner pages known writable ----------------------------------------- */
+
+/*
+ * A small table per attachment (att->writable_pages), indexed by a hash
+ * of the owner address: filled by a write fault's commit, taken by the
+ * ->pfn_mkwrite that follows, and forgotten by any invalidation of the
+ * page (the invalidate callback clears its entries, xpmem_mirror.c).
+ */
+/* att->writable_pages entries: owner address | XPMEM_WRITABLE_VALID */
+#define XPMEM_WRITABLE_VALID	1UL
+
+static struct xpmem_writable_page *
+xpmem_map_writable_slot(struct xpmem_att *att, unsigned long oaddr)
+{
+	return &att->writable_pages[hash_long(oaddr >> PAGE_SHIFT,
+					      XPMEM_WRITABLE_BITS)];
+}
+
+/*
+ * xpmem_map_writable_remember - a write fault found the owner's page
+ * writable
+ * @att: the attachment
+ * @oaddr: owner address of the page
+ * @pfn: the page
+ *
+ * Remembered for the ->pfn_mkwrite that may follow, until an invalidation
+ * touches @oaddr.  Under att->lock, window not stale.
+ */
+static void xpmem_map_writable_remember(struct xpmem_att *att,
+					unsigned long oaddr,
+					unsigned long pfn)
+{
+	struct xpmem_writable_page *w = xpmem_map_writable_slot(att, oaddr);
+
+	lockdep_assert_held(&att->lock);
+	w->oaddr = oaddr | XPMEM_WRITABLE_VALID;
+	w->pfn = pfn;
+}
+
+/*
+ * xpmem_map_writable_take - is the owner's page at @oaddr still known
+ * writable?
+ * @att: the attachment
+ * @oaddr: owner address of the page
+ * @pfn: the page the attacher's PTE names
+ *
+ * Forgets it on a hit (one ->pfn_mkwrite per write fault).  Under att->lock.
+ */
+static bool xpmem_map_writable_take(struct xpmem_att *att, unsigned long oaddr,
+				    unsigned long pfn)
+{
+	struct xpmem_writable_page *w = xpmem_map_writable_slot(att, oaddr);
+
+	lockdep_assert_held(&att->lock);
+	if (w->oaddr != (oaddr | XPMEM_WRITABLE_VALID) || w->pfn != pfn)
+		return false;
+	w->oaddr = 0;
+	return true;
 }
 
 /*
@@ -409,21 +470,21 @@ static vm_fault_t xpmem_fault_set_writable(struct xpmem_upgrade *u,
  * owner's page since a write ->fault found it writable, and the attacher's
  * PTE still names it, the owner still maps it writable.
  */
-bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf,
-			      struct xpmem_att *att, unsigned long oaddr)
+bool xpmem_map_mkwrite_fast(struct vm_fault *vmf,
+			    struct xpmem_att *att, unsigned long oaddr)
 {
 	unsigned long pfn = pte_pfn(vmf->orig_pte);
 	bool hit;
 
 	mutex_lock(&att->lock);
-	hit = !att->dead && xpmem_wok_take(att, oaddr, pfn);
+	hit = !att->dead && xpmem_map_writable_take(att, oaddr, pfn);
 	if (hit) {
-		struct xpmem_upgrade u = {
+		struct xpmem_map_upgrade u = {
 			.vmf = vmf, .start = vmf->address & PAGE_MASK,
 		};
 
-		xpmem_fault_touch(pfn, true);
-		xpmem_fault_set_writable(&u, 1);
+		xpmem_map_touch(pfn, true);
+		xpmem_map_set_writable(&u, 1);
 	}
 	mutex_unlock(&att->lock);
 	if (hit)
@@ -431,8 +492,8 @@ bool xpmem_fault_mkwrite_fast(struct vm_fault *vmf,
 	return hit;
 }
 
-/* One window's insertion, for xpmem_fill_pte(). */
-struct xpmem_fill {
+/* One window's insertion, for xpmem_map_fill_pte(). */
+struct xpmem_map_fill {
 	struct vm_area_struct *vma;
 	const unsigned long *pfns;
 	unsigned long start;	/* attacher address of pfns[0] */
@@ -441,16 +502,16 @@ struct xpmem_fill {
 };
 
 /*
- * xpmem_pte_apply() callback, under the attacher's page table lock:
+ * xpmem_map_pte_apply() callback, under the attacher's page table lock:
  * map one resolved page with a special PTE (as vmf_insert_mixed() would,
  * without taking the lock and walking the tables again for every page),
  * already young, and writable and dirty where @f->write and the owner maps
  * the page writable.  A PTE that is there already stays: it names the
  * same page (an invalidation would have zapped it and marked the window).
  */
-static int xpmem_fill_pte(pte_t *ptep, unsigned long addr, void *data)
+static int xpmem_map_fill_pte(pte_t *ptep, unsigned long addr, void *data)
 {
-	struct xpmem_fill *f = data;
+	struct xpmem_map_fill *f = data;
 	unsigned long p = f->pfns[(addr - f->start) >> PAGE_SHIFT];
 	unsigned long pfn = xpmem_map_pfn(p);
 	pte_t pte;
@@ -460,7 +521,7 @@ static int xpmem_fill_pte(pte_t *ptep, unsigned long addr, void *data)
 		return 0;
 	pte = pfn_pte(pfn, f->vma->vm_page_prot);
 	/* never our zero page writable: it stands for the owner's */
-	if (f->write && (p & HMM_PFN_WRITE) && pfn == xpmem_hmm_pfn(p))
+	if (f->write && (p & HMM_PFN_WRITE) && pfn == xpmem_map_hmm_pfn(p))
 		pte = xpmem_pte_mkwrite_dirty(pte);
 	set_pte_at(f->vma->vm_mm, addr, ptep, pte_mkspecial(pte_mkyoung(pte)));
 	update_mmu_cache(f->vma, addr, ptep);
@@ -479,32 +540,32 @@ static int xpmem_fill_pte(pte_t *ptep, unsigned long addr, void *data)
  * owner's pages on reads would make reclaim write back what nobody wrote.
  * Called with att->lock held and the window not stale, so every page in
  * @pfns is still mapped by the owner.  The page table page was made by
- * xpmem_fault_prepare_pt(); if the attacher's own MADV_DONTNEED freed it
+ * xpmem_map_prepare_pt(); if the attacher's own MADV_DONTNEED freed it
  * since (PT_RECLAIM), nothing is mapped and the access is repeated:
  * nothing is allocated under att->lock.
  */
-vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
-			      const unsigned long *pfns,
-			      unsigned long npages, unsigned long fidx,
-			      bool write)
+static vm_fault_t xpmem_map_insert(struct vm_fault *vmf, unsigned long start,
+				   const unsigned long *pfns,
+				   unsigned long npages, unsigned long fidx,
+				   bool write)
 {
-	struct xpmem_fill fill = {
+	struct xpmem_map_fill fill = {
 		.vma = vmf->vma, .pfns = pfns, .start = start,
 		.write = write && (vmf->vma->vm_flags & VM_WRITE),
 	};
-	pmd_t *pmd = xpmem_fault_pmd(vmf);
+	pmd_t *pmd = xpmem_map_fault_pmd(vmf);
 
-	/* A huge PMD went in since xpmem_fault_prepare_pt(): use it. */
+	/* A huge PMD went in since xpmem_map_prepare_pt(): use it. */
 	if (!pmd || pmd_leaf(READ_ONCE(*pmd)))
 		return VM_FAULT_NOPAGE;
 	if (!(pfns[fidx] & HMM_PFN_VALID) || (pfns[fidx] & HMM_PFN_ERROR))
 		return VM_FAULT_SIGBUS;
 	if (fill.write)
-		xpmem_fault_dirty_window(pfns, npages);
-	if (xpmem_pte_apply(vmf->vma->vm_mm, pmd, start, npages,
-			    xpmem_fill_pte, &fill))
+		xpmem_map_dirty_window(pfns, npages);
+	if (xpmem_map_pte_apply(vmf->vma->vm_mm, pmd, start, npages,
+				xpmem_map_fill_pte, &fill))
 		return VM_FAULT_NOPAGE;	/* the table went: repeat */
-	xpmem_fault_touch(pfns[fidx], fill.write);
+	xpmem_map_touch(pfns[fidx], fill.write);
 	atomic_long_add(fill.mapped, &xpmem_stats.pages_mapped);
 	return VM_FAULT_NOPAGE;
 }
@@ -521,20 +582,20 @@ vm_fault_t xpmem_fault_insert(struct vm_fault *vmf, unsigned long start,
  *
  * Return: VM_FAULT_NOPAGE, with *@zap set if the written PTE must go.
  */
-vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long start,
-			       unsigned long *pfns, unsigned long npages,
-			       unsigned long fidx, bool *zap)
+static vm_fault_t xpmem_map_mkwrite(struct vm_fault *vmf, unsigned long start,
+				    unsigned long *pfns, unsigned long npages,
+				    unsigned long fidx, bool *zap)
 {
-	struct xpmem_upgrade u = { .vmf = vmf, .pfns = pfns, .start = start };
+	struct xpmem_map_upgrade u = { .vmf = vmf, .pfns = pfns, .start = start };
 	unsigned long hmm_pfn = pfns[fidx];
 
 	if (!(hmm_pfn & HMM_PFN_WRITE) ||
-	    pte_pfn(vmf->orig_pte) != xpmem_hmm_pfn(hmm_pfn)) {
+	    pte_pfn(vmf->orig_pte) != xpmem_map_hmm_pfn(hmm_pfn)) {
 		*zap = true;
 		return VM_FAULT_NOPAGE;
 	}
-	xpmem_fault_touch(hmm_pfn, true);
-	return xpmem_fault_set_writable(&u, npages);
+	xpmem_map_touch(hmm_pfn, true);
+	return xpmem_map_set_writable(&u, npages);
 }
 
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
@@ -543,7 +604,7 @@ vm_fault_t xpmem_fault_mkwrite(struct vm_fault *vmf, unsigned long start,
  * hugetlb.  Not the huge zero folio (no mapping; is_huge_zero_folio()
  * needs a symbol modules do not get), which must not be made writable.
  */
-static bool xpmem_folio_is_owners(struct folio *folio)
+static bool xpmem_map_folio_is_owners(struct folio *folio)
 {
 	return folio_test_anon(folio) || folio_test_hugetlb(folio) ||
 	       READ_ONCE(folio->mapping);
@@ -555,24 +616,24 @@ static bool xpmem_folio_is_owners(struct folio *folio)
  * contiguous and 2 MiB aligned, none of them a zero page, all writable
  * for a write.  Under att->pt_lock and att->lock, window not stale.
  */
-vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
-				  const unsigned long *pfns,
-				  unsigned long fidx, bool write)
+static vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
+				       const unsigned long *pfns,
+				       unsigned long fidx, bool write)
 {
-	unsigned long pfn0 = xpmem_hmm_pfn(pfns[0]);
+	unsigned long pfn0 = xpmem_map_hmm_pfn(pfns[0]);
 	pmd_t *pmd = vmf->pmd, orig;
 	unsigned long i;
 	vm_fault_t ret;
 
 	if (!IS_ALIGNED(pfn0, PTRS_PER_PMD) || !pfn_valid(pfn0) ||
 	    is_zero_pfn(pfn0) ||
-	    !xpmem_folio_is_owners(page_folio(pfn_to_page(pfn0))))
+	    !xpmem_map_folio_is_owners(page_folio(pfn_to_page(pfn0))))
 		return VM_FAULT_FALLBACK;
 	for (i = 0; i < PTRS_PER_PMD; i++) {
 		unsigned long p = pfns[i];
 
 		if (!(p & HMM_PFN_VALID) || (p & HMM_PFN_ERROR) ||
-		    xpmem_hmm_pfn(p) != pfn0 + i ||
+		    xpmem_map_hmm_pfn(p) != pfn0 + i ||
 		    hmm_pfn_to_map_order(p) < PMD_ORDER ||
 		    (write && !(p & HMM_PFN_WRITE)))
 			return VM_FAULT_FALLBACK;
@@ -586,27 +647,92 @@ vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
 		return VM_FAULT_FALLBACK;
 	ret = xpmem_insert_pfn_pmd(vmf, pfn0, write);
 	if (!(ret & VM_FAULT_ERROR)) {
-		xpmem_fault_touch(pfns[fidx], write);
+		xpmem_map_touch(pfns[fidx], write);
 		atomic_long_inc(&xpmem_stats.pmd_mapped);
 	}
 	return ret;
 }
 #else
-vm_fault_t xpmem_fault_insert_pmd(struct vm_fault *vmf,
-				  const unsigned long *pfns,
-				  unsigned long fidx, bool write)
+static vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
+				       const unsigned long *pfns,
+				       unsigned long fidx, bool write)
 {
 	return VM_FAULT_FALLBACK;
 }
 #endif
 
+/* ---- Commit ------------------------------------------------------------- */
+
+/*
+ * The owner address that attacher address @addr of @f's VMA mirrors,
+ * found from the VMA's file offset (the segment offset) and the window's
+ * mirror alone, never from the window's own arithmetic.
+ */
+static unsigned long xpmem_map_oaddr(struct xpmem_fault *f, unsigned long addr)
+{
+	return xpmem_seg_range_oaddr(&f->win.m->r,
+				 linear_page_index(f->vmf->vma, addr) <<
+				 PAGE_SHIFT);
+}
+
+/**
+ * xpmem_map_commit - map a resolved window that no invalidation touched
+ * @f: the resolution, its window not stale
+ * @zap: set if the ->pfn_mkwrite's PTE must go
+ *
+ * PTEs, a PTE made writable, or a PMD, each entry checked against the
+ * owner's page first.
+ *
+ * Context: under att->lock (and att->pt_lock for a PMD), with the owner's
+ * mmap_lock held for reading; waits for nothing but the attacher's page
+ * table lock, allocates nothing.
+ * Return: what the fault returns.
+ */
+vm_fault_t xpmem_map_commit(struct xpmem_fault *f, bool *zap)
+{
+	struct xpmem_att *att = f->att;
+	unsigned long *pfns = f->pfns;
+	unsigned long npages = (f->hi - f->lo) >> PAGE_SHIFT;
+	vm_fault_t ret;
+
+	if (att->dead)	/* revoked: the repeated access sees it first */
+		return att->zero_revoked ? VM_FAULT_NOPAGE : VM_FAULT_SIGBUS;
+	/*
+	 * Every entry checked against the owner's page at its own offset,
+	 * found afresh from the attacher address: whatever the window's
+	 * arithmetic did (narrowing, the usable part), no PTE, upgrade or PMD
+	 * below names another page than the owner's there.
+	 */
+	if (!xpmem_map_verify(att->seg->mm, xpmem_map_oaddr(f, f->lo),
+			      pfns, npages, f->fidx)) {
+		if (f->kind == XPMEM_FAULT_PMD)
+			return VM_FAULT_FALLBACK;
+		*zap = f->kind == XPMEM_FAULT_MKWRITE;
+		return VM_FAULT_NOPAGE;
+	}
+	if (f->kind == XPMEM_FAULT_MKWRITE)
+		return xpmem_map_mkwrite(f->vmf, f->lo, pfns, npages,
+					   f->fidx, zap);
+	if (!xpmem_zap_mapped_set(att, f->off, f->hi - f->lo))
+		return VM_FAULT_SIGBUS;
+	if (f->kind == XPMEM_FAULT_PMD)
+		return xpmem_map_insert_pmd(f->vmf, pfns, f->fidx, f->write);
+	ret = xpmem_map_insert(f->vmf, f->lo, pfns, npages, f->fidx,
+			       f->write);
+	if (f->write && !(ret & VM_FAULT_ERROR) &&
+	    (pfns[f->fidx] & HMM_PFN_WRITE))
+		xpmem_map_writable_remember(att, f->oaddr,
+					    xpmem_map_hmm_pfn(pfns[f->fidx]));
+	return ret;
+}
+
 int xpmem_map_init(void)
 {
-	xpmem_zero_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
-	return xpmem_zero_page ? 0 : -ENOMEM;
+	xpmem_map_zero_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	return xpmem_map_zero_page ? 0 : -ENOMEM;
 }
 
 void xpmem_map_exit(void)
 {
-	__free_page(xpmem_zero_page);
+	__free_page(xpmem_map_zero_page);
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * xpmem_mirror.c - what an attachment mirrors of its owner, and how it
- * learns that the owner changed: the invalidate callback, the windows of
- * faults in progress and the owner's invalidations in flight.  The zap
- * worker and the record of what is mapped are xpmem_zap.c.
+ * learns that the owner changed: the invalidate callback and the owner's
+ * invalidations in flight.  The zap worker and the record of what is
+ * mapped are xpmem_zap.c.
  *
  * Invariants (docs/design.md, "Mirror, do not pin"):
  * - an attachment may have a PTE or PMD only for segment offsets set in
@@ -11,7 +11,7 @@
  *   the zap worker, waited for - and only then clears them, so that an
  *   overlapping invalidation meanwhile finds them too and waits for its
  *   own zap before the owner frees anything;
- * - no attachment maps its own source range (xpmem_att_maps_itself() at
+ * - no attachment maps its own source range (xpmem_mirror_maps_itself() at
  *   every placement), so no callback ever waits for a zap that needs an
  *   i_mmap_rwsem the core holds;
  * - a fault lists its window before it resolves it; every invalidation
@@ -32,12 +32,58 @@
 #include "compat.h"
 
 /* Attachment ends that may wait for the owner (xpmem_attach.c). */
-static struct workqueue_struct *xpmem_free_wq;
+static struct workqueue_struct *xpmem_mirror_free_wq;
 
-/* ---- placement ---------------------------------------------------------- */
+/* ---- What attachments mirror, and where --------------------------------- */
 
 /**
- * xpmem_att_maps_itself - would a mapping of @seg at @addr mirror itself?
+ * xpmem_mirror_vma_ok - may attachments (and copies) reach @vma's pages?
+ * @vma: an owner VMA
+ *
+ * What get_user_pages() would hand out, and never an attachment (which
+ * would make the mirror recurse into itself, or nest attachments' locks).
+ */
+bool xpmem_mirror_vma_ok(struct vm_area_struct *vma)
+{
+	struct file *file = vma->vm_file;
+
+	if (vma->vm_flags & (VM_IO | VM_PFNMAP | VM_MIXEDMAP | VM_SHADOW_STACK))
+		return false;
+	/* an attachment: what xpmem_fault_vma_is_att tests */
+	if (vma->vm_ops == &xpmem_fault_vm_ops)
+		return false;
+	/* memfd_secret(): out of the direct map, never lent to anyone */
+	if (xpmem_file_is_secretmem(file))
+		return false;
+	return true;
+}
+
+/**
+ * xpmem_mirror_find - the mirror of the attacher page a fault is on
+ * @vmf: the fault, in an attachment VMA
+ * @oaddr: set to the owner address of the page
+ *
+ * Return: the mirror, or NULL (SIGBUS) for a page outside the
+ * attachment, which VMAs of an attachment never map (VM_DONTEXPAND, and
+ * mmap checks vm_pgoff).
+ */
+struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
+				       unsigned long *oaddr)
+{
+	struct xpmem_att *att = vmf->vma->vm_private_data;
+	unsigned long off = vmf->pgoff << PAGE_SHIFT;
+	struct xpmem_mirror *m;
+
+	if (WARN_ON_ONCE(off < att->offset || off - att->offset >= att->size))
+		return NULL;
+	m = &att->mirrors[xpmem_seg_range_index(att->seg, off) -
+			  att->first_range];
+	*oaddr = xpmem_seg_range_oaddr(&m->r, off);
+	return m;
+}
+
+/**
+ * xpmem_mirror_maps_itself - would a mapping of @seg at @addr mirror itself?
  * @seg: the attachment's segment
  * @mm: the mm the mapping is placed in
  * @addr: its address
@@ -50,9 +96,9 @@ static struct workqueue_struct *xpmem_free_wq;
  * while the core holds its i_mmap_rwsem (see "Zapping" in xpmem_zap.c).
  * Checked wherever a mapping is placed: mmap, mremap and split.
  */
-bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
-			   unsigned long addr, unsigned long off,
-			   unsigned long len)
+bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
+			      unsigned long addr, unsigned long off,
+			      unsigned long len)
 {
 	unsigned long end = off + len;
 	unsigned int i;
@@ -64,7 +110,7 @@ bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 		const struct xpmem_seg_range *r = &seg->ranges[i];
 		unsigned long lo = max(off, r->off);
 		unsigned long hi = min(end, r->off + r->len);
-		unsigned long src = xpmem_range_oaddr(r, lo);
+		unsigned long src = xpmem_seg_range_oaddr(r, lo);
 
 		if (addr < src + (hi - lo) && src < addr + len)
 			return true;
@@ -75,6 +121,7 @@ bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
 /* ---- The owner's invalidations in flight --------------------------------- */
 
 /*
+ * The owner's notifier record, one per owner mm, shared by its segments.
  * mmu_interval_read_begin() sleeps, uninterruptibly, until no invalidation
  * of the owner's mm is in progress at all, if one touched the mirror since
  * its last call; an owner whose threads invalidate in a loop (16 threads
@@ -90,16 +137,17 @@ bool xpmem_att_maps_itself(const struct xpmem_seg *seg, struct mm_struct *mm,
  * invalidation (no memory, GFP_NOWAIT), faults of that owner go back to
  * mmu_interval_read_begin(), which is always correct.
  */
-struct xpmem_omm {
+struct xpmem_owner_notifier {
 	struct mmu_notifier mn;
 	spinlock_t lock;		/* inflight, nr */
-	struct list_head inflight;	/* struct xpmem_inflight */
-	unsigned int nr;
+	struct list_head inflight;	/* struct xpmem_owner_inval */
+	unsigned int nr;		/* on inflight */
 	bool lost;			/* a record failed: use the core's */
 	wait_queue_head_t wq;		/* faults waiting for an end */
 };
 
-struct xpmem_inflight {
+/* One invalidation of the owner in flight, from a callback to its end. */
+struct xpmem_owner_inval {
 	struct list_head node;
 	const struct mmu_notifier_range *range;	/* identifies it at its end */
 	unsigned long start;
@@ -107,28 +155,30 @@ struct xpmem_inflight {
 	struct list_head zaps;		/* struct xpmem_zap, until its start */
 };
 
-static struct mmu_notifier *xpmem_omm_alloc(struct mm_struct *mm)
+static struct mmu_notifier *xpmem_mirror_owner_alloc(struct mm_struct *mm)
 {
-	struct xpmem_omm *omm = kzalloc(sizeof(*omm), GFP_KERNEL_ACCOUNT);
+	struct xpmem_owner_notifier *notif = kzalloc(sizeof(*notif),
+						     GFP_KERNEL_ACCOUNT);
 
-	if (!omm)
+	if (!notif)
 		return ERR_PTR(-ENOMEM);
-	spin_lock_init(&omm->lock);
-	INIT_LIST_HEAD(&omm->inflight);
-	init_waitqueue_head(&omm->wq);
-	return &omm->mn;
+	spin_lock_init(&notif->lock);
+	INIT_LIST_HEAD(&notif->inflight);
+	init_waitqueue_head(&notif->wq);
+	return &notif->mn;
 }
 
-static void xpmem_omm_free(struct mmu_notifier *mn)
+static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
 {
-	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
-	struct xpmem_inflight *f, *tmp;
+	struct xpmem_owner_notifier *notif =
+		container_of(mn, struct xpmem_owner_notifier, mn);
+	struct xpmem_owner_inval *f, *tmp;
 
-	list_for_each_entry_safe(f, tmp, &omm->inflight, node) {
+	list_for_each_entry_safe(f, tmp, &notif->inflight, node) {
 		WARN_ON_ONCE(!list_empty(&f->zaps));
 		kfree(f);
 	}
-	kfree(omm);
+	kfree(notif);
 }
 
 /*
@@ -139,8 +189,8 @@ static void xpmem_omm_free(struct mmu_notifier *mn)
  * Called by the core with whatever the invalidating task holds: the
  * owner's mmap_lock, folio locks, the i_mmap_rwsem of a file whose folios
  * it unmaps or of an attachment whose VMA it splits or moves.  May wait
- * for: omm->lock (a leaf spinlock); the zap worker, which needs only the
- * listed attachments' i_mmap_rwsem and the attachers' page table locks -
+ * for: owner_notifier->lock (a leaf spinlock); the zap worker, which needs only
+ * the listed attachments' i_mmap_rwsem and the attachers' page table locks -
  * and a zap is listed only where its attachment may have a PTE, never
  * over an attachment VMA, so never for an i_mmap_rwsem the core holds
  * (see "Zapping" in xpmem_zap.c: the same grounds on which the callbacks
@@ -154,81 +204,83 @@ static void xpmem_omm_free(struct mmu_notifier *mn)
  * barrier).  Zaps are listed only for blockable ranges, so a
  * non-blockable start finds nothing.
  */
-static int xpmem_omm_range_start(struct mmu_notifier *mn,
-				 const struct mmu_notifier_range *range)
+static int xpmem_mirror_owner_start(struct mmu_notifier *mn,
+				    const struct mmu_notifier_range *range)
 {
-	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
-	struct xpmem_inflight *f;
+	struct xpmem_owner_notifier *notif =
+		container_of(mn, struct xpmem_owner_notifier, mn);
+	struct xpmem_owner_inval *f;
 	LIST_HEAD(zaps);
 
 	/* listed, if at all, by this same task before: no race */
-	if (!READ_ONCE(omm->nr))
+	if (!READ_ONCE(notif->nr))
 		return 0;
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
+	spin_lock(&notif->lock);
+	list_for_each_entry(f, &notif->inflight, node) {
 		if (f->range == range) {
 			list_splice_init(&f->zaps, &zaps);
 			break;
 		}
 	}
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	if (list_empty(&zaps))
 		return 0;
 	if (WARN_ON_ONCE(!mmu_notifier_range_blockable(range)))
 		return 0;	/* never listed so: a bug, and no zap possible */
 	xpmem_zap_run(&zaps);
-	xpmem_zaps_done(&zaps);
+	xpmem_zap_list_done(&zaps);
 	return 0;
 }
 
 /*
  * The end of any invalidation of the owner's mm.  Called with whatever
- * the invalidating task holds; takes omm->lock only (a leaf) and waits
- * for nothing: its start has done the listed zaps.
+ * the invalidating task holds; takes owner_notifier->lock only (a leaf) and
+ * waits for nothing: its start has done the listed zaps.
  */
-static void xpmem_omm_range_end(struct mmu_notifier *mn,
-				const struct mmu_notifier_range *range)
+static void xpmem_mirror_owner_end(struct mmu_notifier *mn,
+				   const struct mmu_notifier_range *range)
 {
-	struct xpmem_omm *omm = container_of(mn, struct xpmem_omm, mn);
-	struct xpmem_inflight *f, *found = NULL;
+	struct xpmem_owner_notifier *notif =
+		container_of(mn, struct xpmem_owner_notifier, mn);
+	struct xpmem_owner_inval *f, *found = NULL;
 
 	/* listed, if at all, by this same task before: no race */
-	if (!READ_ONCE(omm->nr))
+	if (!READ_ONCE(notif->nr))
 		return;
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
+	spin_lock(&notif->lock);
+	list_for_each_entry(f, &notif->inflight, node) {
 		if (f->range == range) {
 			list_del(&f->node);
-			omm->nr--;
+			notif->nr--;
 			found = f;
 			break;
 		}
 	}
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	if (!found)
 		return;
 	/* its start did them, unless the core skipped it: a bug */
 	if (WARN_ON_ONCE(!list_empty(&found->zaps))) {
 		xpmem_zap_run(&found->zaps);
-		xpmem_zaps_done(&found->zaps);
+		xpmem_zap_list_done(&found->zaps);
 	}
 	kfree(found);
-	wake_up_all(&omm->wq);
+	wake_up_all(&notif->wq);
 }
 
-static const struct mmu_notifier_ops xpmem_omm_ops = {
-	.invalidate_range_start = xpmem_omm_range_start,
-	.invalidate_range_end = xpmem_omm_range_end,
-	.alloc_notifier = xpmem_omm_alloc,
-	.free_notifier = xpmem_omm_free,
+static const struct mmu_notifier_ops xpmem_mirror_owner_ops = {
+	.invalidate_range_start = xpmem_mirror_owner_start,
+	.invalidate_range_end = xpmem_mirror_owner_end,
+	.alloc_notifier = xpmem_mirror_owner_alloc,
+	.free_notifier = xpmem_mirror_owner_free,
 };
 
 /* The segment's hold of the owner's record, registering it if need be. */
-static struct xpmem_omm_ref *xpmem_seg_omm(struct xpmem_seg *seg,
-					   struct mm_struct *mm)
+static struct xpmem_owner_ref *xpmem_mirror_seg_owner(struct xpmem_seg *seg,
+						      struct mm_struct *mm)
 {
 	/* pairs with the cmpxchg_release() that publishes it below */
-	struct xpmem_omm_ref *r = smp_load_acquire(&seg->omm);
+	struct xpmem_owner_ref *r = smp_load_acquire(&seg->owner_ref);
 	struct mmu_notifier *mn;
 
 	if (r)
@@ -236,22 +288,22 @@ static struct xpmem_omm_ref *xpmem_seg_omm(struct xpmem_seg *seg,
 	r = kmalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return ERR_PTR(-ENOMEM);
-	mn = mmu_notifier_get(&xpmem_omm_ops, mm);
+	mn = mmu_notifier_get(&xpmem_mirror_owner_ops, mm);
 	if (IS_ERR(mn)) {
 		kfree(r);
 		return ERR_CAST(mn);
 	}
 	r->mn = mn;
 	refcount_set(&r->ref, 1);	/* the segment's */
-	if (cmpxchg_release(&seg->omm, NULL, r)) {
-		xpmem_omm_ref_put(r);	/* another ATTACH was first */
-		r = smp_load_acquire(&seg->omm);
+	if (cmpxchg_release(&seg->owner_ref, NULL, r)) {
+		xpmem_seg_owner_ref_put(r);	/* another ATTACH was first */
+		r = smp_load_acquire(&seg->owner_ref);
 	}
 	return r;
 }
 
 /**
- * xpmem_att_omm_get - the owner's record of invalidations, for @att
+ * xpmem_mirror_owner_get - the owner's record of invalidations, for @att
  * @att: a new attachment, before its notifiers are inserted
  * @mm: the owner's mm (with a user reference)
  *
@@ -259,33 +311,34 @@ static struct xpmem_omm_ref *xpmem_seg_omm(struct xpmem_seg *seg,
  * owner's mmap_lock for writing, and the core takes all the owner's locks
  * when the mm gets its first plain notifier); the segment holds it until
  * it is freed, and every attachment from now until its notifiers are
- * removed (xpmem_att_omm_put()), which may be after the segment is gone.
+ * removed (xpmem_mirror_owner_put()), which may be after the segment is gone.
  *
  * Return: 0 or -errno.
  */
-int xpmem_att_omm_get(struct xpmem_att *att, struct mm_struct *mm)
+int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm)
 {
-	struct xpmem_omm_ref *r = xpmem_seg_omm(att->seg, mm);
+	struct xpmem_owner_ref *r = xpmem_mirror_seg_owner(att->seg, mm);
 
 	if (IS_ERR(r))
 		return PTR_ERR(r);
 	/* the segment's hold keeps it: @att holds the segment */
 	refcount_inc(&r->ref);
-	att->omm_ref = r;
-	att->omm = container_of(r->mn, struct xpmem_omm, mn);
+	att->owner_ref = r;
+	att->owner_notifier = container_of(r->mn, struct xpmem_owner_notifier,
+					   mn);
 	return 0;
 }
 
 /**
- * xpmem_att_omm_put - @att no longer uses the owner's record
+ * xpmem_mirror_owner_put - @att no longer uses the owner's record
  * @att: an attachment whose notifiers are removed (or were never inserted)
  */
-void xpmem_att_omm_put(struct xpmem_att *att)
+void xpmem_mirror_owner_put(struct xpmem_att *att)
 {
-	if (att->omm_ref)
-		xpmem_omm_ref_put(att->omm_ref);
-	att->omm_ref = NULL;
-	att->omm = NULL;
+	if (att->owner_ref)
+		xpmem_seg_owner_ref_put(att->owner_ref);
+	att->owner_ref = NULL;
+	att->owner_notifier = NULL;
 }
 
 /*
@@ -294,18 +347,19 @@ void xpmem_att_omm_put(struct xpmem_att *att)
  * callback marks the faults in progress.  Return: its record, or NULL for
  * the release at exit and when no memory was left for one.
  */
-static struct xpmem_inflight *
-xpmem_omm_note(struct xpmem_omm *omm, const struct mmu_notifier_range *range)
+static struct xpmem_owner_inval *
+xpmem_mirror_owner_note(struct xpmem_owner_notifier *notif,
+			const struct mmu_notifier_range *range)
 {
-	struct xpmem_inflight *f, *new;
+	struct xpmem_owner_inval *f, *new;
 
 	/* exit_mmap() releases without an invalidate_range_end */
 	if (range->event == MMU_NOTIFY_RELEASE)
 		return NULL;
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
+	spin_lock(&notif->lock);
+	list_for_each_entry(f, &notif->inflight, node) {
 		if (f->range == range) {	/* another mirror listed it */
-			spin_unlock(&omm->lock);
+			spin_unlock(&notif->lock);
 			return f;
 		}
 	}
@@ -315,26 +369,26 @@ xpmem_omm_note(struct xpmem_omm *omm, const struct mmu_notifier_range *range)
 		new->start = range->start;
 		new->end = range->end;
 		INIT_LIST_HEAD(&new->zaps);
-		list_add(&new->node, &omm->inflight);
-		omm->nr++;
+		list_add(&new->node, &notif->inflight);
+		notif->nr++;
 	} else {
-		WRITE_ONCE(omm->lost, true);
+		WRITE_ONCE(notif->lost, true);
 	}
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	return new;
 }
 
 /*
  * List a zap of @att's segment offsets [@off, @off + @len) on @f, the
- * record xpmem_omm_note() returned for this invalidation (it stays until
- * the invalidation's end, which only the invalidating task - this one -
+ * record xpmem_mirror_owner_note() returned for this invalidation (it stays
+ * until the invalidation's end, which only the invalidating task - this one -
  * reaches), for the owner's invalidate_range_start to do.  Return: false
  * without a record or memory: the caller zaps itself.
  */
-static bool xpmem_omm_defer_zap(struct xpmem_omm *omm,
-				struct xpmem_inflight *f,
-				struct xpmem_att *att, unsigned long off,
-				unsigned long len)
+static bool xpmem_mirror_defer_zap(struct xpmem_owner_notifier *notif,
+				   struct xpmem_owner_inval *f,
+				   struct xpmem_att *att, unsigned long off,
+				   unsigned long len)
 {
 	struct xpmem_zap *z;
 
@@ -343,96 +397,69 @@ static bool xpmem_omm_defer_zap(struct xpmem_omm *omm,
 	z = xpmem_zap_list(att, off, len, GFP_NOWAIT | __GFP_NOWARN);
 	if (!z)
 		return false;
-	spin_lock(&omm->lock);
+	spin_lock(&notif->lock);
 	list_add_tail(&z->node, &f->zaps);
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	return true;
 }
 
-static bool xpmem_omm_busy(struct xpmem_omm *omm, unsigned long start,
-			   unsigned long end)
+static bool xpmem_mirror_owner_busy(struct xpmem_owner_notifier *notif,
+				    unsigned long start,
+				    unsigned long end)
 {
-	struct xpmem_inflight *f;
+	struct xpmem_owner_inval *f;
 	bool busy = false;
 
-	spin_lock(&omm->lock);
-	list_for_each_entry(f, &omm->inflight, node) {
+	spin_lock(&notif->lock);
+	list_for_each_entry(f, &notif->inflight, node) {
 		if (f->start < end && start < f->end) {
 			busy = true;
 			break;
 		}
 	}
-	spin_unlock(&omm->lock);
+	spin_unlock(&notif->lock);
 	return busy;
-}
-
-/* ---- Windows of faults in progress -------------------------------------- */
-
-/**
- * xpmem_fault_win_begin - list a fault's window before it is resolved
- * @win: the window, zeroed, on the fault's stack
- * @m: the mirror it lies in
- * @owner: the owner's mm (hmm_range_fault() takes it from @win->changes)
- * @start: owner address
- * @end: owner address, past the window
- * @need_start: owner address, the start of what the fault cannot do
- *	without (the faulting page, or all of the window of a PMD)
- * @need_end: its end
- *
- * Listed before the first wait: an invalidation that marked nothing
- * because it came earlier is still waited for if it has not finished.
- * An invalidation of the needed part starts the attempt over; one of
- * other pages only narrows the window's keep bounds.
- */
-void xpmem_fault_win_begin(struct xpmem_fault_win *win,
-			   struct xpmem_mirror *m, struct mm_struct *owner,
-			   unsigned long start, unsigned long end,
-			   unsigned long need_start, unsigned long need_end)
-{
-	struct xpmem_att *att = m->att;
-
-	win->m = m;
-	win->start = start;
-	win->end = end;
-	win->need_start = need_start;
-	win->need_end = need_end;
-	win->keep_start = start;
-	win->keep_end = end;
-	win->changes.mm = owner;
-	mutex_lock(&att->lock);
-	list_add(&win->node, &att->faults);
-	mutex_unlock(&att->lock);
 }
 
 static bool xpmem_mirror_settled(struct xpmem_mirror *m)
 {
-	/* pairs with smp_store_release() in xpmem_att_settle_work() */
+	/* pairs with smp_store_release() in xpmem_mirror_settle_work() */
 	return smp_load_acquire(&m->settled);
 }
 
-/*
- * Wait until no invalidation that may have missed the listed window of a
+/**
+ * xpmem_mirror_wait - wait until a listed window can be resolved
+ * @m: the mirror the window lies in
+ * @start: owner address, the window's start
+ * @end: owner address, past it
+ *
+ * Waits until no invalidation that may have missed the listed window of a
  * fault over owner [@start, @end) of mirror @m is in progress; the ones
  * that come later mark the window.  Killable: an owner that invalidates
  * the range without pause delays the fault, but a fatal signal ends the
- * wait.
+ * wait.  If the record was lost, waits uninterruptibly in
+ * mmu_interval_read_begin() instead, which is always correct.  Called
+ * from the fault with the owner's mmap_lock held for reading, never from
+ * a notifier.
  *
- * Return: 0, or -EINTR.
+ * Context: may sleep; no att->lock held.
+ * Return: 0, or -EINTR on a fatal signal.
  */
-static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
-				    unsigned long start, unsigned long end)
+int xpmem_mirror_wait(struct xpmem_mirror *m, unsigned long start,
+		      unsigned long end)
 {
-	struct xpmem_omm *omm = m->att->omm;
+	struct xpmem_owner_notifier *notif = m->att->owner_notifier;
 
 	/* until the owner's invalidations in flight at insertion are over */
 	if (!xpmem_mirror_settled(m) &&
-	    wait_event_killable(omm->wq, xpmem_mirror_settled(m)))
+	    wait_event_killable(notif->wq, xpmem_mirror_settled(m)))
 		return -EINTR;
-	if (READ_ONCE(omm->lost)) {
+	if (READ_ONCE(notif->lost)) {
 		mmu_interval_read_begin(&m->notifier);
 		return 0;
 	}
-	if (wait_event_killable(omm->wq, !xpmem_omm_busy(omm, start, end)))
+	if (wait_event_killable(notif->wq,
+				!xpmem_mirror_owner_busy(notif, start, end)))
 		return -EINTR;
 	return 0;
 }
@@ -449,7 +476,7 @@ static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
  * callback.  It sleeps uninterruptibly for as long as the owner keeps an
  * invalidation going, so a worker asks it for every new attachment, and
  * a fault waits - killably - only until the worker is done
- * (xpmem_fault_wait_settled()).  Runs on the queue of attachment ends,
+ * (xpmem_mirror_wait()).  Runs on the queue of attachment ends,
  * which cancels it before removing the notifiers.
  *
  * May wait for: the owner's invalidations in flight, uninterruptibly, in
@@ -463,7 +490,7 @@ static int xpmem_fault_wait_settled(struct xpmem_mirror *m,
  * no owner memory, so placement and revocation are not its concern; it
  * allocates nothing.
  */
-static void xpmem_att_settle_work(struct work_struct *work)
+static void xpmem_mirror_settle_work(struct work_struct *work)
 {
 	struct xpmem_att *att = container_of(work, struct xpmem_att,
 					     settle_work);
@@ -474,185 +501,53 @@ static void xpmem_att_settle_work(struct work_struct *work)
 
 		if (m->live)
 			mmu_interval_read_begin(&m->notifier);
-		/* pairs with xpmem_fault_wait_settled() */
+		/* pairs with xpmem_mirror_wait() */
 		smp_store_release(&m->settled, true);
 	}
-	wake_up_all(&att->omm->wq);
+	wake_up_all(&att->owner_notifier->wq);
 }
 
 /**
- * xpmem_att_settle_init - prepare an attachment's settling
+ * xpmem_mirror_settle_init - prepare an attachment's settling
  * @att: a new attachment
  */
-void xpmem_att_settle_init(struct xpmem_att *att)
+void xpmem_mirror_settle_init(struct xpmem_att *att)
 {
-	INIT_WORK(&att->settle_work, xpmem_att_settle_work);
+	INIT_WORK(&att->settle_work, xpmem_mirror_settle_work);
 }
 
 /**
- * xpmem_att_settle - let faults of @att in once the owner's invalidations
+ * xpmem_mirror_settle - let faults of @att in once the owner's invalidations
  * in flight at its notifiers' insertion have ended
  * @att: an attachment whose notifiers were just inserted
  *
  * The work is cancelled (cancel_work_sync()) before the notifiers are
  * removed.
  */
-void xpmem_att_settle(struct xpmem_att *att)
+void xpmem_mirror_settle(struct xpmem_att *att)
 {
-	queue_work(xpmem_free_wq, &att->settle_work);
-}
-
-/**
- * xpmem_fault_win_settle - clear the window's mark and wait until it can
- * be resolved
- * @win: a listed window
- *
- * Waits, killably, only for the owner's invalidations in flight that
- * overlap the window (or, if the record was lost, uninterruptibly in
- * mmu_interval_read_begin(), which is always correct); takes att->lock
- * briefly.  Called from the fault with the owner's mmap_lock held for
- * reading, never from a notifier.
- *
- * Context: may sleep; no att->lock held.
- * Return: 0, or -EINTR on a fatal signal.
- */
-int xpmem_fault_win_settle(struct xpmem_fault_win *win)
-{
-	struct xpmem_att *att = win->m->att;
-
-	/*
-	 * A mark set after this test is seen by this attempt's commit, and
-	 * so are narrowed keep bounds (they keep pages unmapped that the
-	 * attempt might have mapped, never wrong); the invalidations that
-	 * set what is cleared here are waited for below if unfinished.
-	 */
-	if (mmu_interval_check_retry(&win->changes, 0) ||
-	    READ_ONCE(win->keep_start) != win->start ||
-	    READ_ONCE(win->keep_end) != win->end) {
-		mutex_lock(&att->lock);
-		mmu_interval_set_seq(&win->changes, 0);
-		win->keep_start = win->start;
-		win->keep_end = win->end;
-		mutex_unlock(&att->lock);
-	}
-	return xpmem_fault_wait_settled(win->m, win->start, win->end);
-}
-
-/**
- * xpmem_fault_win_narrow - the fault needs only its own page now
- * @win: a listed window
- * @start: owner address, its needed page
- * @end: past it
- *
- * The window becomes [@start, @end), under att->lock, where invalidations
- * read it.  That was its needed part already, so a mark an invalidation of
- * it set stays; the pages it loses no longer concern the fault.
- *
- * Context: may sleep; no att->lock held.
- */
-void xpmem_fault_win_narrow(struct xpmem_fault_win *win, unsigned long start,
-			    unsigned long end)
-{
-	struct xpmem_att *att = win->m->att;
-
-	mutex_lock(&att->lock);
-	win->start = start;
-	win->end = end;
-	win->keep_start = start;
-	win->keep_end = end;
-	mutex_unlock(&att->lock);
-}
-
-/**
- * xpmem_fault_win_stale - did an invalidation overlap the window since
- * xpmem_fault_win_settle()?
- * @win: a listed window
- *
- * Context: under att->lock, where the answer holds until it is dropped.
- */
-bool xpmem_fault_win_stale(struct xpmem_fault_win *win)
-{
-	lockdep_assert_held(&win->m->att->lock);
-	return mmu_interval_check_retry(&win->changes, 0);
-}
-
-/**
- * xpmem_fault_win_end - unlist the window
- * @win: a listed window
- * @locked: the caller holds att->lock
- */
-void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked)
-{
-	struct xpmem_att *att = win->m->att;
-
-	if (!locked)
-		mutex_lock(&att->lock);
-	lockdep_assert_held(&att->lock);
-	list_del(&win->node);
-	if (!locked)
-		mutex_unlock(&att->lock);
-}
-
-/* ---- Owner pages known writable ----------------------------------------- */
-
-/* att->wok entries: owner address | XPMEM_WOK_VALID */
-#define XPMEM_WOK_VALID		1UL
-
-static struct xpmem_wok *xpmem_wok_slot(struct xpmem_att *att,
-					unsigned long oaddr)
-{
-	return &att->wok[hash_long(oaddr >> PAGE_SHIFT, XPMEM_WOK_BITS)];
-}
-
-/**
- * xpmem_wok_remember - a write fault found the owner's page writable
- * @att: the attachment
- * @oaddr: owner address of the page
- * @pfn: the page
- *
- * Remembered for the ->pfn_mkwrite that may follow, until an invalidation
- * touches @oaddr.  Under att->lock, window not stale.
- */
-void xpmem_wok_remember(struct xpmem_att *att, unsigned long oaddr,
-			unsigned long pfn)
-{
-	struct xpmem_wok *w = xpmem_wok_slot(att, oaddr);
-
-	lockdep_assert_held(&att->lock);
-	w->oaddr = oaddr | XPMEM_WOK_VALID;
-	w->pfn = pfn;
-}
-
-/**
- * xpmem_wok_take - is the owner's page at @oaddr still known writable?
- * @att: the attachment
- * @oaddr: owner address of the page
- * @pfn: the page the attacher's PTE names
- *
- * Forgets it on a hit (one ->pfn_mkwrite per write fault).  Under att->lock.
- */
-bool xpmem_wok_take(struct xpmem_att *att, unsigned long oaddr,
-		    unsigned long pfn)
-{
-	struct xpmem_wok *w = xpmem_wok_slot(att, oaddr);
-
-	lockdep_assert_held(&att->lock);
-	if (w->oaddr != (oaddr | XPMEM_WOK_VALID) || w->pfn != pfn)
-		return false;
-	w->oaddr = 0;
-	return true;
+	queue_work(xpmem_mirror_free_wq, &att->settle_work);
 }
 
 /* ---- Invalidation -------------------------------------------------------- */
 
 /*
- * An owner range [start, end) changes: faults in progress that need it
- * start over, those that only have it in their window leave it unmapped,
- * and its pages are no longer known to be writable.  Under att->lock.
+ * xpmem_mirror_mark_stale - an owner range [@start, @end) changes
+ * @att: the attachment whose mirror the invalidation reached
+ * @start: owner address
+ * @end: owner address, past the range
+ *
+ * Faults in progress whose required part it overlaps start over, those
+ * that only have it in their window leave it unmapped (their usable part
+ * shrinks, by whole pages), and its pages are no longer known to be
+ * writable (the table xpmem_map.c fills).
+ *
+ * Context: under att->lock; waits for nothing, allocates nothing.
  */
-static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
-				 unsigned long end)
+static void xpmem_mirror_mark_stale(struct xpmem_att *att,
+				    unsigned long start, unsigned long end)
 {
+	struct xpmem_writable_page *w;
 	struct xpmem_fault_win *win;
 	unsigned int i;
 
@@ -663,16 +558,19 @@ static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
 
 		if (lo >= hi)
 			continue;
-		if (win->need_start < hi && lo < win->need_end)
+		if (win->required_start < hi && lo < win->required_end)
 			mmu_interval_set_seq(&win->changes, 1);
-		else if (hi <= win->need_start)	/* whole pages: the trim */
-			win->keep_start = max(win->keep_start, PAGE_ALIGN(hi));
-		else
-			win->keep_end = min(win->keep_end, lo & PAGE_MASK);
+		else if (hi <= win->required_start)	/* below it */
+			win->usable_start = max(win->usable_start,
+						PAGE_ALIGN(hi));
+		else					/* above it */
+			win->usable_end = min(win->usable_end, lo & PAGE_MASK);
 	}
-	for (i = 0; i < XPMEM_WOK_SLOTS; i++)
-		if (att->wok[i].oaddr >= start && att->wok[i].oaddr < end)
-			att->wok[i].oaddr = 0;
+	for (i = 0; i < XPMEM_WRITABLE_SLOTS; i++) {
+		w = &att->writable_pages[i];
+		if (w->oaddr >= start && w->oaddr < end)
+			w->oaddr = 0;
+	}
 }
 
 /*
@@ -693,13 +591,13 @@ static void xpmem_att_mark_stale(struct xpmem_att *att, unsigned long start,
  * (it only removes PTEs), so it cannot make an attachment map its own
  * source; revocation is not its concern (faults check att->dead under the
  * same att->lock).  Faults in progress are only marked or have their keep
- * bounds narrowed under att->lock (xpmem_att_mark_stale()): no wait, no
+ * bounds narrowed under att->lock (xpmem_mirror_mark_stale()): no wait, no
  * allocation, and a narrowed window maps fewer pages, never one the range
  * touched.
  */
-static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
-				 const struct mmu_notifier_range *range,
-				 unsigned long cur_seq)
+static bool xpmem_mirror_invalidate(struct mmu_interval_notifier *mni,
+				    const struct mmu_notifier_range *range,
+				    unsigned long cur_seq)
 {
 	struct xpmem_mirror *m = container_of(mni, struct xpmem_mirror,
 					      notifier);
@@ -707,16 +605,16 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	unsigned long start = max(range->start, m->r.oaddr);
 	unsigned long end = min(range->end, m->r.oaddr + m->r.len);
 	bool blockable = mmu_notifier_range_blockable(range);
-	struct xpmem_inflight *rec = NULL;
+	struct xpmem_owner_inval *rec = NULL;
 	unsigned long off;
 	bool mapped, zap;
 
 	/* Caused by our own zap of attachment VMAs: nothing mirrors those. */
-	if (xpmem_in_zap_worker())
+	if (xpmem_zap_in_worker())
 		return true;
 
 	if (blockable) {
-		rec = xpmem_omm_note(att->omm, range);
+		rec = xpmem_mirror_owner_note(att->owner_notifier, range);
 		mutex_lock(&att->lock);
 	} else if (!mutex_trylock(&att->lock)) {
 		return false;
@@ -733,7 +631,7 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	}
 	/* a VMA may come (an ATTACH in progress): its faults must wait */
 	if (!blockable)
-		xpmem_omm_note(att->omm, range);
+		xpmem_mirror_owner_note(att->owner_notifier, range);
 	/*
 	 * Mark, under the lock PTE insertion holds, the faults in progress
 	 * whose window this range overlaps: a fault that inserted before this
@@ -741,29 +639,29 @@ static bool xpmem_att_invalidate(struct mmu_interval_notifier *mni,
 	 * mark and starts over.  Faults elsewhere in the attachment carry on.
 	 */
 	mmu_interval_set_seq(mni, cur_seq);
-	xpmem_att_mark_stale(att, range->start, range->end);
+	xpmem_mirror_mark_stale(att, range->start, range->end);
 	/*
 	 * Zap (and wait for the worker) only if a PTE may exist there: never
 	 * for a range of attachment VMAs, which the core may be splitting or
 	 * moving with their i_mmap_rwsem held (see "Zapping" in xpmem_zap.c).
 	 */
 	zap = mapped && start < end &&
-	      xpmem_att_mapped_test(att, m->r.off + (start - m->r.oaddr),
+	      xpmem_zap_mapped_test(att, m->r.off + (start - m->r.oaddr),
 				    end - start);
 	mutex_unlock(&att->lock);
 
 	atomic_long_inc(&xpmem_stats.invalidations);
 	off = m->r.off + (start - m->r.oaddr);
-	if (zap && !xpmem_omm_defer_zap(att->omm, rec, att, off,
-					end - start)) {
-		xpmem_att_zap(att, off, end - start);
-		xpmem_att_mapped_forget(att, off, end - start);
+	if (zap && !xpmem_mirror_defer_zap(att->owner_notifier, rec, att, off,
+					   end - start)) {
+		xpmem_zap_att(att, off, end - start);
+		xpmem_zap_mapped_forget(att, off, end - start);
 	}
 	return true;
 }
 
-const struct mmu_interval_notifier_ops xpmem_att_mni_ops = {
-	.invalidate = xpmem_att_invalidate,
+const struct mmu_interval_notifier_ops xpmem_mirror_ops = {
+	.invalidate = xpmem_mirror_invalidate,
 };
 
 /**
@@ -773,7 +671,7 @@ const struct mmu_interval_notifier_ops xpmem_att_mni_ops = {
  */
 void xpmem_mirror_defer(struct work_struct *work)
 {
-	queue_work(xpmem_free_wq, work);
+	queue_work(xpmem_mirror_free_wq, work);
 }
 
 int xpmem_mirror_init(void)
@@ -782,8 +680,8 @@ int xpmem_mirror_init(void)
 
 	if (ret)
 		return ret;
-	xpmem_free_wq = alloc_workqueue("xpmem_free", WQ_PERCPU, 0);
-	if (!xpmem_free_wq) {
+	xpmem_mirror_free_wq = alloc_workqueue("xpmem_free", WQ_PERCPU, 0);
+	if (!xpmem_mirror_free_wq) {
 		xpmem_zap_exit();
 		return -ENOMEM;
 	}
@@ -793,7 +691,7 @@ int xpmem_mirror_init(void)
 void xpmem_mirror_exit(void)
 {
 	/* an attachment end may still be returning from its last put */
-	destroy_workqueue(xpmem_free_wq);
+	destroy_workqueue(xpmem_mirror_free_wq);
 	/* the owners' records are freed after an SRCU grace period */
 	mmu_notifier_synchronize();
 	xpmem_zap_exit();

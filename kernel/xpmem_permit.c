@@ -73,7 +73,7 @@ void xpmem_permit_put(struct xpmem_permit *permit)
 	kref_put(&permit->ref, xpmem_permit_free);
 }
 
-static int xpmem_seg_access(const struct xpmem_seg *seg, int flags)
+static int xpmem_permit_seg_access(const struct xpmem_seg *seg, int flags)
 {
 	unsigned int need = XPMEM_MODE_READ;
 	unsigned int granted;
@@ -101,8 +101,8 @@ static int xpmem_seg_access(const struct xpmem_seg *seg, int flags)
  * zero-padded keys and the lengths, so the time taken says nothing about
  * how much of a wrong key was right.
  */
-static bool xpmem_auth_ok(const struct xpmem_seg *seg,
-			  const struct xpmem_seg_opts *opts)
+static bool xpmem_permit_auth_ok(const struct xpmem_seg *seg,
+				 const struct xpmem_seg_opts *opts)
 {
 	const u8 *auth = opts ? opts->auth : NULL;
 	unsigned int diff, i;
@@ -116,7 +116,7 @@ static bool xpmem_auth_ok(const struct xpmem_seg *seg,
 }
 
 /**
- * xpmem_get - GET and EXT_GET: obtain the right to attach a segment
+ * xpmem_permit_create - GET and EXT_GET: obtain the right to attach a segment
  * @ctx: the caller's device context
  * @seg: the segment, with a reference this function takes over
  * @flags: XPMEM_RDONLY or XPMEM_RDWR
@@ -129,8 +129,8 @@ static bool xpmem_auth_ok(const struct xpmem_seg *seg,
  * missing or wrong authorization key), -ENOSPC over the max_permits
  * limit, -ENOMEM.
  */
-int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
-	      const struct xpmem_seg_opts *opts, xpmem_apid_t *apid)
+int xpmem_permit_create(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
+			const struct xpmem_seg_opts *opts, xpmem_apid_t *apid)
 {
 	struct xpmem_permit *permit;
 	int ret;
@@ -139,17 +139,17 @@ int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 		ret = -ENOENT;
 		goto put_seg;
 	}
-	if (!xpmem_auth_ok(seg, opts) ||
+	if (!xpmem_permit_auth_ok(seg, opts) ||
 	    (flags == XPMEM_RDWR && seg->rdonly)) {
 		ret = -EACCES;
 		goto put_seg;
 	}
-	ret = xpmem_seg_access(seg, flags);
+	ret = xpmem_permit_seg_access(seg, flags);
 	if (ret)
 		goto put_seg;
 
-	if (!xpmem_user_charge(&ctx->user->nr_permits,
-			       READ_ONCE(xpmem_max_permits))) {
+	if (!xpmem_ctx_charge(&ctx->user->nr_permits,
+			      READ_ONCE(xpmem_max_permits))) {
 		ret = -ENOSPC;
 		goto put_seg;
 	}
@@ -178,9 +178,10 @@ int xpmem_get(struct xpmem_ctx *ctx, struct xpmem_seg *seg, int flags,
 		/*
 		 * Published: from the unlock on, RELEASE by another thread of
 		 * the caller's, or the close of its file, can end it; only
-		 * GET's own reference keeps it.
+		 * GET's own reference keeps it.  Here the ctx list takes its
+		 * own (dropped by RELEASE or the close).
 		 */
-		kref_get(&permit->ref);	/* the ctx list's (RELEASE's, close's) */
+		kref_get(&permit->ref);
 		permit->ctx = ctx;
 		list_add(&permit->ctx_node, &ctx->permits);
 		/* its segment's end reaches it there (xpmem_event.c) */
@@ -201,7 +202,7 @@ put_seg:
 }
 
 /**
- * xpmem_cmd_get - the classic GET
+ * xpmem_permit_cmd_get - the classic GET
  * @ctx: the caller's device context
  * @cmd: classic GET argument; @cmd->apid is set on success
  *
@@ -209,9 +210,9 @@ put_seg:
  * library always passes NULL).
  *
  * Return: 0, -EINVAL for bad flags, permit type or id, -ENOENT for an
- * unknown segment, or as xpmem_get().
+ * unknown segment, or as xpmem_permit_create().
  */
-int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
+int xpmem_permit_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 {
 	struct xpmem_seg *seg;
 
@@ -225,7 +226,7 @@ int xpmem_cmd_get(struct xpmem_ctx *ctx, struct xpmem_cmd_get *cmd)
 	seg = xpmem_seg_lookup(cmd->segid);
 	if (!seg)
 		return -ENOENT;
-	return xpmem_get(ctx, seg, cmd->flags, NULL, &cmd->apid);
+	return xpmem_permit_create(ctx, seg, cmd->flags, NULL, &cmd->apid);
 }
 
 /**

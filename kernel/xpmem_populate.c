@@ -21,16 +21,16 @@
  * The attacher address where the segment range at @a ends (attachment
  * mapped at @base), and *@oaddr the owner address of @a.
  */
-static unsigned long xpmem_att_range_end(struct xpmem_att *att,
-					 unsigned long base, unsigned long a,
-					 unsigned long *oaddr)
+static unsigned long xpmem_populate_range_end(struct xpmem_att *att,
+					      unsigned long base, unsigned long a,
+					      unsigned long *oaddr)
 {
 	struct xpmem_seg *seg = att->seg;
 	unsigned long off = att->offset + (a - base);
 	const struct xpmem_seg_range *r =
 		&seg->ranges[xpmem_seg_range_index(seg, off)];
 
-	*oaddr = xpmem_range_oaddr(r, off);
+	*oaddr = xpmem_seg_range_oaddr(r, off);
 	return a + (r->off + r->len - off);
 }
 
@@ -42,15 +42,15 @@ static unsigned long xpmem_att_range_end(struct xpmem_att *att,
  * comes first; @end if nothing follows before it.  Called with no
  * mmap_lock held.
  */
-static unsigned long xpmem_att_skip_hole(struct xpmem_att *att,
-					 unsigned long base, unsigned long a,
-					 unsigned long end)
+static unsigned long xpmem_populate_skip_hole(struct xpmem_att *att,
+					      unsigned long base, unsigned long a,
+					      unsigned long end)
 {
 	struct mm_struct *owner = att->seg->mm;
 	unsigned long oaddr;
 	/* distances from @a */
-	unsigned long d = min(end, xpmem_att_range_end(att, base, a, &oaddr)) -
-			  a;
+	unsigned long d = min(end, xpmem_populate_range_end(att, base, a,
+							     &oaddr)) - a;
 	struct vm_area_struct *vma;
 
 	if (!mmget_not_zero(owner))
@@ -69,15 +69,15 @@ static unsigned long xpmem_att_skip_hole(struct xpmem_att *att,
 /*
  * Where the owner VMA that maps @oaddr (the owner address of attacher
  * address @a) ends, as an attacher address; @next if the owner's
- * mmap_lock is not free at once (the caller holds the attacher's: no
- * waiting out of order) or nothing maps @oaddr.  A fault window stops
- * there, so populating goes on from there rather than from the next
+ * mmap_lock is not free at once (the caller holds the attacher's: see
+ * the lock tree in xpmem_internal.h) or nothing maps @oaddr.  A fault window
+ * stops there, so populating goes on from there rather than from the next
  * window.
  */
-static unsigned long xpmem_att_owner_vma_end(struct xpmem_att *att,
-					     unsigned long a,
-					     unsigned long oaddr,
-					     unsigned long next)
+static unsigned long xpmem_populate_owner_vma_end(struct xpmem_att *att,
+						  unsigned long a,
+						  unsigned long oaddr,
+						  unsigned long next)
 {
 	struct mm_struct *owner = att->seg->mm;
 	struct vm_area_struct *ovma;
@@ -97,7 +97,7 @@ static unsigned long xpmem_att_owner_vma_end(struct xpmem_att *att,
 }
 
 /**
- * xpmem_att_populate - fault in part of one attachment VMA
+ * xpmem_populate_att - fault in part of one attachment VMA
  * @att: the attachment
  * @base: where its segment offset att->offset is (or would be) mapped
  * @a: first attacher address, page aligned
@@ -106,13 +106,13 @@ static unsigned long xpmem_att_owner_vma_end(struct xpmem_att *att,
  *
  * Faults each fault window of [@a, @end) once, as an access to its first
  * page would, so that the first pass over what the owner has resident
- * takes no fault.  Windows the owner maps nothing in are skipped by looking up its next
- * VMA, so a sparse whole-address-space attachment costs one lookup per
+ * takes no fault.  Windows the owner maps nothing in are skipped by looking up
+ * its next VMA, so a sparse whole-address-space attachment costs one lookup per
  * hole.  Best effort: stops early on a fatal signal, on an error other
  * than a hole, or if the attachment is unmapped meanwhile.  The caller
  * holds a reference to the attachment's file, so @att stays.
  */
-void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
+void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
 			unsigned long a, unsigned long end, bool write)
 {
 	unsigned long step = xpmem_fault_window_pages() << PAGE_SHIFT;
@@ -131,17 +131,19 @@ void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
 			break;			/* unmapped meanwhile */
 		/* a window ends where its segment range does */
 		next = min3(ALIGN_DOWN(a, step) + step, end,
-			    xpmem_att_range_end(att, base, a, &oaddr));
+			    xpmem_populate_range_end(att, base, a, &oaddr));
 		unlocked = false;
 		ret = fixup_user_fault(mm, a, flags, &unlocked);
 		if (ret && ret != -EFAULT)
 			break;
 		if (!ret)	/* the window stopped at the owner VMA's end? */
-			next = xpmem_att_owner_vma_end(att, a, oaddr, next);
+			next = xpmem_populate_owner_vma_end(att, a, oaddr,
+							    next);
 		if (ret || need_resched()) {
 			mmap_read_unlock(mm);
 			if (ret)	/* nothing to map here */
-				next = xpmem_att_skip_hole(att, base, a, end);
+				next = xpmem_populate_skip_hole(att, base, a,
+								end);
 			cond_resched();
 			if (mmap_read_lock_killable(mm))
 				return;
@@ -152,7 +154,7 @@ void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
 }
 
 /**
- * xpmem_att_populate_range - EXT_POPULATE: fault in part of attachments
+ * xpmem_populate_range - EXT_POPULATE: fault in part of attachments
  * @vaddr: start, page aligned, in the caller's address space
  * @len: bytes
  * @write: as a write would (POPULATE_WRITE), else as a read
@@ -165,8 +167,8 @@ void xpmem_att_populate(struct xpmem_att *att, unsigned long base,
  * an attachment, -EACCES for @write over a read-only one, -EINTR on a
  * fatal signal.
  */
-int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
-			     bool write)
+int xpmem_populate_range(unsigned long vaddr, unsigned long len,
+			 bool write)
 {
 	struct mm_struct *mm = current->mm;
 	unsigned long a = vaddr, end, base, stop;
@@ -182,7 +184,7 @@ int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
 		if (mmap_read_lock_killable(mm))
 			return -EINTR;
 		vma = vma_lookup(mm, a);
-		if (!vma || !xpmem_vma_is_att(vma)) {
+		if (!vma || !xpmem_fault_vma_is_att(vma)) {
 			mmap_read_unlock(mm);
 			return -EFAULT;
 		}
@@ -197,7 +199,7 @@ int xpmem_att_populate_range(unsigned long vaddr, unsigned long len,
 					att->offset);
 		stop = min(vma->vm_end, end);
 		mmap_read_unlock(mm);
-		xpmem_att_populate(att, base, a, stop, write);
+		xpmem_populate_att(att, base, a, stop, write);
 		fput(file);
 		if (fatal_signal_pending(current))
 			return -EINTR;

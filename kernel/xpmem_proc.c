@@ -109,10 +109,10 @@ static pid_t xpmem_proc_owner_nr(const struct xpmem_ctx *owner)
  * the group's real, effective and saved ids, and its mm dumpable as its
  * user (a set-user-ID exec or a change of credentials makes it not); or
  * CAP_SYS_PTRACE over the group's user namespace (over its exec's when
- * it is not dumpable: xpmem_task_dump_ns()).  The security module hook is not called (not exported
- * either): Yama decides only attaching; other modules see /proc/PID.
- * A group that is gone, or has no mm (exiting), is readable by nobody.
- * Returns 0 or -EACCES.
+ * it is not dumpable: xpmem_task_dump_ns()).  The security module hook is not
+ * called (not exported either): Yama decides only attaching; other modules see
+ * /proc/PID. A group that is gone, or has no mm (exiting), is readable by
+ * nobody. Returns 0 or -EACCES.
  */
 static int xpmem_proc_may_read(struct pid *tgid)
 {

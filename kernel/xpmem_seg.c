@@ -46,7 +46,7 @@ static_assert(offsetof(struct xpmem_seg_key, len) ==
 static_assert(offsetof(struct xpmem_seg_key, bytes) ==
 	      offsetof(struct xpmem_seg_key, len) + 1);
 
-static const struct rhashtable_params xpmem_key_params = {
+static const struct rhashtable_params xpmem_seg_key_params = {
 	.head_offset = offsetof(struct xpmem_seg, key_node),
 	.key_offset = offsetof(struct xpmem_seg, key),
 	.key_len = offsetofend(struct xpmem_seg_key, bytes),
@@ -60,7 +60,7 @@ int xpmem_seg_init(void)
 
 	if (ret)
 		return ret;
-	ret = rhashtable_init(&xpmem_seg_keys, &xpmem_key_params);
+	ret = rhashtable_init(&xpmem_seg_keys, &xpmem_seg_key_params);
 	if (ret)
 		xpmem_id_table_destroy(&xpmem_seg_ids);
 	return ret;
@@ -91,18 +91,19 @@ void xpmem_seg_get(struct xpmem_seg *seg)
 	kref_get(&seg->ref);
 }
 
-static void xpmem_key_release(struct xpmem_seg *seg);
+static void xpmem_seg_key_release(struct xpmem_seg *seg);
 
 static void xpmem_seg_free(struct kref *ref)
 {
 	struct xpmem_seg *seg = container_of(ref, struct xpmem_seg, ref);
 
 	WARN_ON_ONCE(!list_empty(&seg->atts));
-	xpmem_key_release(seg);		/* withdrawn already, unless never */
+	/* withdrawn already, unless never */
+	xpmem_seg_key_release(seg);
 	xpmem_put_ipc_ns(seg->ipc_ns);
 	put_user_ns(seg->user_ns);
-	if (seg->omm)
-		xpmem_omm_ref_put(seg->omm);
+	if (seg->owner_ref)
+		xpmem_seg_owner_ref_put(seg->owner_ref);
 	mmdrop(seg->mm);
 	put_pid(seg->tgid);
 	atomic_long_dec(&xpmem_stats.segments);
@@ -110,15 +111,15 @@ static void xpmem_seg_free(struct kref *ref)
 }
 
 /**
- * xpmem_omm_ref_put - drop a hold of the owner's record of invalidations
- * @r: the hold (struct xpmem_omm_ref)
+ * xpmem_seg_owner_ref_put - drop a hold of the owner's record of invalidations
+ * @r: the hold (struct xpmem_owner_ref)
  *
  * The last one puts the owner's notifier; the core frees it after an SRCU
  * grace period, once no callback can be running.
  *
  * Context: any; does not sleep.
  */
-void xpmem_omm_ref_put(struct xpmem_omm_ref *r)
+void xpmem_seg_owner_ref_put(struct xpmem_owner_ref *r)
 {
 	if (!refcount_dec_and_test(&r->ref))
 		return;
@@ -193,7 +194,7 @@ module_param_named(host_ids, xpmem_host_ids, bool, 0644);
 MODULE_PARM_DESC(host_ids,
 		 "segids resolve host-wide, across IPC namespaces (default N)");
 
-bool xpmem_host_ids_enabled(void)
+bool xpmem_seg_host_ids_enabled(void)
 {
 	return READ_ONCE(xpmem_host_ids);
 }
@@ -209,11 +210,12 @@ bool xpmem_host_ids_enabled(void)
 bool xpmem_seg_visible(const struct xpmem_seg *seg)
 {
 	return seg->ipc_ns == current->nsproxy->ipc_ns || seg->any_ns ||
-	       xpmem_host_ids_enabled();
+	       xpmem_seg_host_ids_enabled();
 }
 
-static void xpmem_key_fill(struct xpmem_seg_key *k, struct ipc_namespace *ns,
-			   const u8 *key, u32 len)
+static void xpmem_seg_key_fill(struct xpmem_seg_key *k,
+			       struct ipc_namespace *ns,
+			       const u8 *key, u32 len)
 {
 	memset(k, 0, sizeof(*k));
 	k->ns = ns;
@@ -221,12 +223,12 @@ static void xpmem_key_fill(struct xpmem_seg_key *k, struct ipc_namespace *ns,
 	memcpy(k->bytes, key, len);
 }
 
-static void xpmem_key_drop_locked(struct xpmem_seg *seg)
+static void xpmem_seg_key_drop_locked(struct xpmem_seg *seg)
 {
 	lockdep_assert_held(&xpmem_key_lock);
 	if (seg->key_hashed)
 		rhashtable_remove_fast(&xpmem_seg_keys, &seg->key_node,
-				       xpmem_key_params);
+				       xpmem_seg_key_params);
 	seg->key_hashed = false;
 	WRITE_ONCE(seg->key_live, false);
 }
@@ -236,7 +238,7 @@ static void xpmem_key_drop_locked(struct xpmem_seg *seg)
  * (its file still open in another process) gives it up.
  * Return: 0, -EEXIST or -ENOMEM.
  */
-static int xpmem_key_reserve(struct xpmem_seg *seg)
+static int xpmem_seg_key_reserve(struct xpmem_seg *seg)
 {
 	struct xpmem_seg *old;
 	int ret = 0;
@@ -244,15 +246,15 @@ static int xpmem_key_reserve(struct xpmem_seg *seg)
 	mutex_lock(&xpmem_key_lock);
 	/* in the table, hence not freed yet: that drops it under the lock */
 	old = rhashtable_lookup_fast(&xpmem_seg_keys, &seg->key,
-				     xpmem_key_params);
+				     xpmem_seg_key_params);
 	if (old && old->key_live && !xpmem_seg_owner_alive(old))
-		xpmem_key_drop_locked(old);
+		xpmem_seg_key_drop_locked(old);
 	else if (old)
 		ret = -EEXIST;
 	if (!ret) {
 		ret = rhashtable_lookup_insert_fast(&xpmem_seg_keys,
 						    &seg->key_node,
-						    xpmem_key_params);
+						    xpmem_seg_key_params);
 		if (ret == -EEXIST || ret == -EBUSY || ret == -E2BIG)
 			ret = -ENOMEM;	/* not in the table a moment ago */
 		seg->key_hashed = !ret;
@@ -261,12 +263,12 @@ static int xpmem_key_reserve(struct xpmem_seg *seg)
 	return ret;
 }
 
-static void xpmem_key_release(struct xpmem_seg *seg)
+static void xpmem_seg_key_release(struct xpmem_seg *seg)
 {
 	if (!seg->key.len)
 		return;
 	mutex_lock(&xpmem_key_lock);
-	xpmem_key_drop_locked(seg);
+	xpmem_seg_key_drop_locked(seg);
 	mutex_unlock(&xpmem_key_lock);
 }
 
@@ -285,9 +287,9 @@ struct xpmem_seg *xpmem_seg_lookup_key(const u8 *key, u32 key_len)
 	struct xpmem_seg_key k;
 	struct xpmem_seg *seg;
 
-	xpmem_key_fill(&k, current->nsproxy->ipc_ns, key, key_len);
+	xpmem_seg_key_fill(&k, current->nsproxy->ipc_ns, key, key_len);
 	rcu_read_lock();
-	seg = rhashtable_lookup(&xpmem_seg_keys, &k, xpmem_key_params);
+	seg = rhashtable_lookup(&xpmem_seg_keys, &k, xpmem_seg_key_params);
 	if (seg && (!READ_ONCE(seg->key_live) ||
 		    !kref_get_unless_zero(&seg->ref)))
 		seg = NULL;
@@ -384,15 +386,15 @@ static int xpmem_seg_set_opts(struct xpmem_seg *seg,
 			      const struct xpmem_seg_opts *opts)
 {
 	seg->rdonly = opts->rdonly;
-	seg->any_ns = opts->any_ns;	/* xpmem_check_make(): with auth */
+	seg->any_ns = opts->any_ns;	/* xpmem_main_check_make(): with auth */
 	if (opts->auth) {
 		seg->auth_len = opts->auth_len;
 		memcpy(seg->auth, opts->auth, sizeof(seg->auth));
 	}
 	if (!opts->key)
 		return 0;
-	xpmem_key_fill(&seg->key, seg->ipc_ns, opts->key, opts->key_len);
-	return xpmem_key_reserve(seg);
+	xpmem_seg_key_fill(&seg->key, seg->ipc_ns, opts->key, opts->key_len);
+	return xpmem_seg_key_reserve(seg);
 }
 
 /*
@@ -451,8 +453,8 @@ int xpmem_seg_make(struct xpmem_ctx *ctx, const struct xpmem_ext_iov *iov,
 	if (ret)
 		goto free_ranges;
 	ret = -ENOSPC;
-	if (!xpmem_user_charge(&ctx->user->nr_segs,
-			       READ_ONCE(xpmem_max_segments)))
+	if (!xpmem_ctx_charge(&ctx->user->nr_segs,
+			      READ_ONCE(xpmem_max_segments)))
 		goto free_ranges;
 	xpmem_seg_own(seg, mode);
 	ret = opts ? xpmem_seg_set_opts(seg, opts) : 0;
@@ -478,13 +480,13 @@ free_ranges:
 }
 
 /**
- * xpmem_cmd_make - the classic MAKE
+ * xpmem_seg_cmd_make - the classic MAKE
  * @ctx: the caller's device context
  * @cmd: classic MAKE argument; @cmd->segid is set on success
  *
  * Return: as xpmem_seg_make().
  */
-int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
+int xpmem_seg_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
 {
 	struct xpmem_ext_iov iov = { .base = cmd->vaddr, .len = cmd->size };
 
@@ -504,7 +506,7 @@ int xpmem_cmd_make(struct xpmem_ctx *ctx, struct xpmem_cmd_make *cmd)
  */
 void xpmem_seg_withdraw(struct xpmem_seg *seg)
 {
-	xpmem_key_release(seg);
+	xpmem_seg_key_release(seg);
 	xpmem_id_unpublish(&xpmem_seg_ids, &seg->id);
 
 	mutex_lock(&seg->att_lock);

@@ -26,8 +26,8 @@ struct xpmem_stat_attr {
 	atomic_long_t *counter;
 };
 
-static ssize_t xpmem_stat_show(struct device *dev,
-			       struct device_attribute *attr, char *buf)
+static ssize_t xpmem_stats_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
 {
 	struct xpmem_stat_attr *sa =
 		container_of(attr, struct xpmem_stat_attr, attr);
@@ -36,29 +36,29 @@ static ssize_t xpmem_stat_show(struct device *dev,
 }
 
 static struct xpmem_stat_attr xpmem_stat_attrs[] = {
-	{ __ATTR(segments, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(segments, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.segments },
-	{ __ATTR(permits, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(permits, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.permits },
-	{ __ATTR(attachments, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(attachments, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.attachments },
-	{ __ATTR(faults, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(faults, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.faults },
-	{ __ATTR(fault_retries, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(fault_retries, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.fault_retries },
-	{ __ATTR(fault_seq_retries, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(fault_seq_retries, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.fault_seq_retries },
-	{ __ATTR(fault_owner_waits, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(fault_owner_waits, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.fault_owner_waits },
-	{ __ATTR(mkwrite_fast, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(mkwrite_fast, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.mkwrite_fast },
-	{ __ATTR(pages_upgraded, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(pages_upgraded, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.pages_upgraded },
-	{ __ATTR(pages_mapped, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(pages_mapped, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.pages_mapped },
-	{ __ATTR(pmd_mapped, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(pmd_mapped, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.pmd_mapped },
-	{ __ATTR(invalidations, 0400, xpmem_stat_show, NULL),
+	{ __ATTR(invalidations, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.invalidations },
 };
 

@@ -40,7 +40,7 @@ static struct workqueue_struct *xpmem_zap_wq;
  * i_mmap_rwsem of the files whose folios it unmaps, and - when it splits
  * or moves the VMA of an attachment X - X's i_mmap_rwsem, over X's own
  * addresses.  A callback waits only when its attachment may have a PTE
- * in the invalidated range (xpmem_att_mapped_test()), and no
+ * in the invalidated range (xpmem_zap_mapped_test()), and no
  * attachment ever has a PTE for an address where an attachment VMA lies
  * (the fault refuses those VMAs, and an invalidation clears the range
  * before any attachment VMA can be placed there).  So the callback never
@@ -48,13 +48,13 @@ static struct workqueue_struct *xpmem_zap_wq;
  * never mirrors its own VMA: xpmem_mirror.c's placement check runs at
  * every placement), and not Y's when two processes split attachments of each
  * other at once (neither has a PTE for the other's attachment VMA).
- * xpmem_att_zap() asserts the first under lockdep.
+ * xpmem_zap_att() asserts the first under lockdep.
  *
  * One invalidation of the owner reaches every attachment of the range,
  * one callback each.  A round trip to the worker per attachment made the
  * owner's call cost grow by two context switches per attacher, so the
  * callbacks only list their zaps on the invalidation's record (struct
- * xpmem_inflight) and the owner's plain notifier, whose
+ * xpmem_owner_inval) and the owner's plain notifier, whose
  * invalidate_range_start the core calls after every interval callback of
  * the same invalidation (and before the owner's PTEs change), hands them
  * to the worker at once and waits once.  A callback that cannot list its
@@ -91,7 +91,7 @@ static void xpmem_zap_work(struct work_struct *work)
  * gathers pages with GFP_NOWAIT), so no unrelated invalidation can run in
  * it.
  */
-bool xpmem_in_zap_worker(void)
+bool xpmem_zap_in_worker(void)
 {
 	struct work_struct *work = current_work();
 
@@ -121,7 +121,7 @@ void xpmem_zap_run(struct list_head *zaps)
 }
 
 /**
- * xpmem_att_zap - remove an attachment's PTEs over part of it
+ * xpmem_zap_att - remove an attachment's PTEs over part of it
  * @att: the attachment
  * @offset: segment offset, page aligned
  * @len: bytes; 0 means to the end
@@ -134,7 +134,7 @@ void xpmem_zap_run(struct list_head *zaps)
  *
  * Context: may sleep; no att->lock held.
  */
-void xpmem_att_zap(struct xpmem_att *att, unsigned long offset,
+void xpmem_zap_att(struct xpmem_att *att, unsigned long offset,
 		   unsigned long len)
 {
 	struct xpmem_zap z = {
@@ -153,19 +153,19 @@ struct xpmem_mapped_block {
 };
 
 /**
- * xpmem_att_mapped_init - an attachment with nothing mapped yet
+ * xpmem_zap_mapped_init - an attachment with nothing mapped yet
  * @att: the new attachment
  */
-void xpmem_att_mapped_init(struct xpmem_att *att)
+void xpmem_zap_mapped_init(struct xpmem_att *att)
 {
 	xa_init(&att->mapped);
 }
 
 /**
- * xpmem_att_mapped_destroy - free the bitmaps of an attachment
+ * xpmem_zap_mapped_destroy - free the bitmaps of an attachment
  * @att: an attachment whose notifiers are removed
  */
-void xpmem_att_mapped_destroy(struct xpmem_att *att)
+void xpmem_zap_mapped_destroy(struct xpmem_att *att)
 {
 	struct xpmem_mapped_block *b;
 	unsigned long idx;
@@ -176,7 +176,7 @@ void xpmem_att_mapped_destroy(struct xpmem_att *att)
 }
 
 /**
- * xpmem_att_mapped_prepare - allocate the bitmaps of part of an attachment
+ * xpmem_zap_mapped_prepare - allocate the bitmaps of part of an attachment
  * @att: the attachment
  * @off: segment offset
  * @len: bytes
@@ -187,7 +187,7 @@ void xpmem_att_mapped_destroy(struct xpmem_att *att)
  *
  * Return: 0 or -ENOMEM.
  */
-int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
+int xpmem_zap_mapped_prepare(struct xpmem_att *att, unsigned long off,
 			     unsigned long len)
 {
 	unsigned long first = (off >> PAGE_SHIFT) / XPMEM_MAPPED_BLOCK;
@@ -217,11 +217,10 @@ int xpmem_att_mapped_prepare(struct xpmem_att *att, unsigned long off,
  * the block, the first bit and the number of bits.  Return: whether any
  * call returned true.
  */
-static bool xpmem_att_mapped_walk(struct xpmem_att *att, unsigned long off,
+static bool xpmem_zap_mapped_walk(struct xpmem_att *att, unsigned long off,
 				  unsigned long len,
 				  bool (*fn)(struct xpmem_mapped_block *b,
-					     unsigned int bit,
-					     unsigned int nr))
+					     unsigned int bit, unsigned int nr))
 {
 	unsigned long pg = off >> PAGE_SHIFT;
 	unsigned long end = (off + len - 1) >> PAGE_SHIFT;	/* last */
@@ -242,39 +241,39 @@ static bool xpmem_att_mapped_walk(struct xpmem_att *att, unsigned long off,
 	return any;
 }
 
-static bool xpmem_mapped_set_fn(struct xpmem_mapped_block *b,
-				unsigned int bit, unsigned int nr)
+static bool xpmem_zap_mapped_set_fn(struct xpmem_mapped_block *b,
+				    unsigned int bit, unsigned int nr)
 {
 	bitmap_set(b->bits, bit, nr);
 	return true;
 }
 
-static bool xpmem_mapped_test_fn(struct xpmem_mapped_block *b,
-				 unsigned int bit, unsigned int nr)
+static bool xpmem_zap_mapped_test_fn(struct xpmem_mapped_block *b,
+				     unsigned int bit, unsigned int nr)
 {
 	return find_next_bit(b->bits, bit + nr, bit) < bit + nr;
 }
 
-static bool xpmem_mapped_clear_fn(struct xpmem_mapped_block *b,
-				  unsigned int bit, unsigned int nr)
+static bool xpmem_zap_mapped_clear_fn(struct xpmem_mapped_block *b,
+				      unsigned int bit, unsigned int nr)
 {
 	bitmap_clear(b->bits, bit, nr);
 	return false;
 }
 
 /**
- * xpmem_att_mapped_set - part of an attachment is about to be mapped
+ * xpmem_zap_mapped_set - part of an attachment is about to be mapped
  * @att: the attachment
  * @off: segment offset
  * @len: bytes
  *
  * Segment offsets [@off, @off + @len) are about to get PTEs or a PMD.
- * Under att->lock, with xpmem_att_mapped_prepare() done: a missing
+ * Under att->lock, with xpmem_zap_mapped_prepare() done: a missing
  * bitmap is a bug (WARN), and the insertion is then refused.
  *
  * Return: false if the insertion must not happen.
  */
-bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
+bool xpmem_zap_mapped_set(struct xpmem_att *att, unsigned long off,
 			  unsigned long len)
 {
 	unsigned long blocks = (((off + len - 1) >> PAGE_SHIFT) /
@@ -289,22 +288,22 @@ bool xpmem_att_mapped_set(struct xpmem_att *att, unsigned long off,
 		n++;
 	if (WARN_ON_ONCE(n != blocks))
 		return false;
-	xpmem_att_mapped_walk(att, off, len, xpmem_mapped_set_fn);
+	xpmem_zap_mapped_walk(att, off, len, xpmem_zap_mapped_set_fn);
 	return true;
 }
 
 /*
  * Whether segment offsets [@off, @off + @len) may have a PTE or PMD.
  * Under att->lock.  The bits stay set until the caller's zap is done
- * (xpmem_att_mapped_forget()): an overlapping invalidation that runs
+ * (xpmem_zap_mapped_forget()): an overlapping invalidation that runs
  * meanwhile must find them and zap - and wait - too, or it would let the
  * owner free pages that the first one's zap, still queued, has not yet
  * removed from the attacher.
  */
-bool xpmem_att_mapped_test(struct xpmem_att *att, unsigned long off,
+bool xpmem_zap_mapped_test(struct xpmem_att *att, unsigned long off,
 			   unsigned long len)
 {
-	return xpmem_att_mapped_walk(att, off, len, xpmem_mapped_test_fn);
+	return xpmem_zap_mapped_walk(att, off, len, xpmem_zap_mapped_test_fn);
 }
 
 /*
@@ -313,11 +312,11 @@ bool xpmem_att_mapped_test(struct xpmem_att *att, unsigned long off,
  * whose window overlaps an invalidation in flight waits for its end, or
  * finds its window marked): they have no PTE or PMD now.
  */
-void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
+void xpmem_zap_mapped_forget(struct xpmem_att *att, unsigned long off,
 			     unsigned long len)
 {
 	mutex_lock(&att->lock);
-	xpmem_att_mapped_walk(att, off, len, xpmem_mapped_clear_fn);
+	xpmem_zap_mapped_walk(att, off, len, xpmem_zap_mapped_clear_fn);
 	mutex_unlock(&att->lock);
 }
 
@@ -329,7 +328,7 @@ void xpmem_att_mapped_forget(struct xpmem_att *att, unsigned long off,
  * @gfp: allocation flags
  *
  * The zap holds its own reference on the attachment's inode, dropped by
- * xpmem_zaps_done(): the attachment's file may be released before the
+ * xpmem_zap_list_done(): the attachment's file may be released before the
  * zap runs.  The attachment itself lives until its notifiers are removed,
  * which waits for the invalidation that lists the zap to end.
  *
@@ -355,12 +354,12 @@ struct xpmem_zap *xpmem_zap_list(struct xpmem_att *att, unsigned long offset,
  * unmapped.  Drops their inode references, never the last one (the
  * attachment holds one until its notifiers are removed).
  */
-void xpmem_zaps_done(struct list_head *zaps)
+void xpmem_zap_list_done(struct list_head *zaps)
 {
 	struct xpmem_zap *z, *tmp;
 
 	list_for_each_entry_safe(z, tmp, zaps, node) {
-		xpmem_att_mapped_forget(z->att, z->offset, z->len);
+		xpmem_zap_mapped_forget(z->att, z->offset, z->len);
 		iput(z->inode);
 		kfree(z);
 	}

@@ -137,8 +137,8 @@ static struct page *xpmem_zero_own_page(struct xpmem_att *att,
 	if (page || !alloc)
 		return page;
 	user = xpmem_zero_user(att);
-	if (!xpmem_user_charge(&user->nr_revoked_pages,
-			       READ_ONCE(xpmem_max_revoked_pages)))
+	if (!xpmem_ctx_charge(&user->nr_revoked_pages,
+			      READ_ONCE(xpmem_max_revoked_pages)))
 		return ERR_PTR(-ENOSPC);
 	page = alloc_page(XPMEM_GFP_USER_PAGE | __GFP_ZERO);
 	if (!page) {
@@ -205,7 +205,7 @@ vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite)
 		 * attachment's own ordinary page: this branch is taken at most
 		 * once per page and PTE.
 		 */
-		xpmem_att_zap(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		xpmem_zap_att(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
 		return VM_FAULT_NOPAGE;
 	}
 	page = xpmem_zero_own_page(att, vmf->pgoff,
@@ -219,10 +219,10 @@ vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite)
 	 * goes first (no PTE can be inserted under it).
 	 */
 	mutex_lock(&att->pt_lock);
-	pmd = xpmem_find_pmd(vma->vm_mm, vmf->address);
+	pmd = xpmem_map_find_pmd(vma->vm_mm, vmf->address);
 	if (pmd && pmd_leaf(READ_ONCE(*pmd))) {
 		mutex_unlock(&att->pt_lock);
-		xpmem_att_zap(att, (vmf->pgoff << PAGE_SHIFT) -
+		xpmem_zap_att(att, (vmf->pgoff << PAGE_SHIFT) -
 			      (vmf->address & ~PMD_MASK), PMD_SIZE);
 		return VM_FAULT_NOPAGE;
 	}
