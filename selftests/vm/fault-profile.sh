@@ -19,10 +19,10 @@ set -u
 
 # Entry points, then what they call that can take time.  Functions a
 # kernel does not have (or inlines) are skipped.
-top="xpmem_att_fault xpmem_att_mkwrite xpmem_att_huge_fault"
+top="xpmem_fault_vma_fault xpmem_fault_vma_mkwrite xpmem_fault_vma_huge_fault"
 inner="hmm_range_fault vmf_insert_mixed vmf_insert_pfn_pmd apply_to_page_range
 	mmu_interval_read_begin folio_mark_dirty folio_mark_accessed
-	xpmem_att_zap mmput_async mutex_lock __kmalloc_noprof __kmalloc kfree"
+	xpmem_zap_att mmput_async mutex_lock __kmalloc_noprof __kmalloc kfree"
 
 trace_setup fault-profile "$top" "$inner" || exit 1
 
