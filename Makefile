@@ -94,7 +94,8 @@ FORCE:
 .PHONY: FORCE all userspace lib tests tools module modules host-build host-tests check \
 	demo bench deps deps-test arm64 sparse checkpatch w1 install install-lib install-tools \
 	install-man install-module-conf install-dkms-src dkms-src dist uninstall clean \
-	distclean help debug-kernel man-check pkg-check doc-check
+	distclean help debug-kernel man-check pkg-check doc-check ucx-module \
+	mpi-bench
 .DELETE_ON_ERROR:
 # Never delete these as make intermediates.
 .SECONDARY: $(KSFT) $(LIB_OBJS) $(HLIB_OBJS)
@@ -129,6 +130,8 @@ help:
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
 	@echo "make man-check | pkg-check  man pages; Debian packages (as root)"
+	@echo "make ucx-module    build/pkg/libucx0-xpmem_*.deb: UCX's xpmem transport for the installed libucx0"
+	@echo "make mpi-bench     xpmem-mpi-bench (MPI latency/bandwidth; built by make tools where mpicc exists)"
 	@echo "make doc-check     references in docs and comments resolve (run by make check)"
 	@echo "make debug-kernel  build/refresh the cached debug-6.12 kernel"
 	@echo "selftests/vm/run.sh KERNEL [SUITE-FILTER]   one kernel, some suites"
@@ -372,6 +375,11 @@ doc-check:
 # Debian packages: build, lintian, scratch-root install, dkms build (root).
 pkg-check: | deps-test
 	@selftests/pkg/check.sh
+
+# UCX's xpmem transport for the installed libucx0 (debian/ucx/build.sh):
+# $(B)/pkg/libucx0-xpmem_<libucx0 version>+xpmem<version>_<arch>.deb.
+ucx-module:
+	@debian/ucx/build.sh -o $(B)/pkg
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
