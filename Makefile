@@ -112,7 +112,7 @@ userspace: lib tools tests host-build
 # cross-compiles for a tree configured for arm64).
 ARM64_CROSS ?= aarch64-linux-gnu-
 arm64:
-	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CROSS)gcc AR=$(ARM64_CROSS)ar lib tools tests
+	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CROSS)gcc AR=$(ARM64_CROSS)ar MPICC= lib tools tests
 
 help:
 	@echo "make               library, tools and xpmem.ko (KDIR=...; needs the kernel's headers)"
@@ -264,7 +264,22 @@ $(B)/selftests/stress/%.o: selftests/stress/%.c
 # The tools are what users run: linked against the shared library, like
 # any program built against the installed one (the VM rig copies the
 # libraries they need into its initramfs).
-tools: $(TOOLS)
+tools: $(TOOLS) mpi-bench
+
+# xpmem-mpi-bench (tools/mpi/): MPI transfers between two ranks, built with
+# $(MPICC) where it exists (Debian: libopenmpi-dev) and skipped elsewhere;
+# the arm64 cross build sets MPICC empty.
+MPICC     ?= mpicc
+MPI_BENCH := $(B)/tools/xpmem-mpi-bench
+mpi-bench:
+	@if [ -n "$(MPICC)" ] && command -v $(MPICC) >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(MPI_BENCH); \
+	else echo "mpi-bench: no $(if $(MPICC),$(MPICC),MPICC) here, xpmem-mpi-bench not built"; fi
+
+$(MPI_BENCH): tools/mpi/xpmem-mpi-bench.c
+	@mkdir -p $(@D)
+	$(MPICC) -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -O2 $(CPPFLAGS) $(CFLAGS) \
+		$(LDFLAGS) -o $@ $<
 
 $(B)/tools/%: tools/%.c $(LIB_TARGETS)
 	@mkdir -p $(@D)
