@@ -1,15 +1,15 @@
 #!/bin/busybox sh
 # Usage: . /init-modes.sh   (sourced by /init, init.sh, in the test VM for
-#        MODE demo, bench or scale; then run_mode)
+#        MODE demo, bench, scale or mpi; then run_mode)
 #
-# What the VM runs instead of the suites in run.sh's --demo, --bench and
-# --scale modes.  Uses init.sh's settings (BENCH_*, SCALE_*) and helpers
+# What the VM runs instead of the suites in run.sh's --demo, --bench,
+# --scale and --mpi modes.  Uses init.sh's settings (BENCH_*, SCALE_*) and helpers
 # (say, rec, unload_module) and the result channel R; each mode ends with
 # finish (DONE, power off).
 # shellcheck shell=dash
 
 # Defaults of the settings /etc/xpmem-run.conf gives.
-: "${BENCH_ARGS=}" "${BENCH_PROFILE=}" "${SCALE_ARGS=}" "${SCALE_CHURN=0}" "${SCALE_PROFILE=0}"
+: "${BENCH_ARGS=}" "${MPI_BENCH_ARGS=}" "${BENCH_PROFILE=}" "${SCALE_ARGS=}" "${SCALE_CHURN=0}" "${SCALE_PROFILE=0}"
 
 # bench_profile: with BENCH_PROFILE set, run fault-profile.sh with it and
 # send its report to the result channel between @@XPMEM BENCH-PROFILE lines.
@@ -169,12 +169,63 @@ mode_scale() {
 	done
 }
 
+# mpi_check NAME CMD...: run CMD, record RESULT NAME ok or fail by its exit
+# status.
+mpi_check() {
+	n=$1
+	shift
+	if "$@"; then rec "RESULT $n ok"; else rec "RESULT $n fail"; fi
+}
+
+# mpi_bench TLS: xpmem-mpi-bench on two ranks, Open MPI's pml and osc ucx
+# (on any device: Open MPI 4.1 takes UCX only for InfiniBand devices by
+# default), UCX_TLS=TLS, libuct_xpmem.so.0 preloaded (libucx0 does not
+# load it by itself); table and CSV framed on the result channel.
+mpi_bench() {
+	say "---- mpi: xpmem-mpi-bench $MPI_BENCH_ARGS, UCX_TLS=$1 ----"
+	t0=$(date +%s)
+	# shellcheck disable=SC2086 # MPI_BENCH_ARGS is a word list
+	(cd /tmp && UCX_TLS=$1 LD_PRELOAD=$UCT_XPMEM /usr/bin/mpirun.openmpi \
+		--allow-run-as-root --oversubscribe -np 2 -x UCX_TLS -x LD_PRELOAD \
+		--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+		/tools/xpmem-mpi-bench $MPI_BENCH_ARGS -o /tmp/mpi.csv > /tmp/mpi.txt 2>&1)
+	rc=$?
+	say "xpmem-mpi-bench exit status $rc after $(( $(date +%s) - t0 ))s"
+	cat /tmp/mpi.txt
+	{
+		echo "@@XPMEM MPI-TABLE-BEGIN $1"
+		cat /tmp/mpi.txt
+		echo "@@XPMEM MPI-TABLE-END $1 rc=$rc"
+		echo "@@XPMEM MPI-CSV-BEGIN $1"
+		cat /tmp/mpi.csv 2>/dev/null
+		echo "@@XPMEM MPI-CSV-END $1"
+	} > "$R"
+	return $rc
+}
+
+# mode_mpi: Debian's Open MPI over UCX's xpmem transport: with the module
+# loaded, ucx_info -d lists xpmem (only with the module preloaded), then
+# the benchmark on xpmem alone.
+mode_mpi() {
+	UCT_XPMEM=/usr/lib/x86_64-linux-gnu/ucx/libuct_xpmem.so.0
+	ifconfig lo 127.0.0.1 up
+	mpi_check insmod insmod /xpmem.ko
+	say "---- ucx_info -d, libuct_xpmem.so.0 preloaded ----"
+	LD_PRELOAD=$UCT_XPMEM ucx_info -d > /tmp/ucx-d.txt 2>&1
+	grep -B2 -A12 'Transport: xpmem' /tmp/ucx-d.txt
+	mpi_check ucx_info_xpmem grep -q 'Transport: xpmem' /tmp/ucx-d.txt
+	say "without the preload, ucx_info -d lists xpmem: $(ucx_info -d 2>&1 | grep -c 'Transport: xpmem') time(s)"
+	mpi_check mpi_bench_xpmem mpi_bench self,xpmem
+	mpi_check rmmod unload_module
+}
+
 # run_mode: the mode MODE names, then DONE and power off.
 run_mode() {
 	case "$MODE" in
 	demo) mode_demo ;;
 	bench) mode_bench ;;
 	scale) mode_scale ;;
+	mpi) mode_mpi ;;
 	esac
 	finish "done"
 }

@@ -21,7 +21,9 @@
 #   - kmemleak (debug kernel): each leaked object involving xpmem fails;
 #   - VM wall-clock timeout or a VM that never reports DONE fails;
 #   - --demo: each "xpmem-demo: SUCCESS" passes, a reported failure fails;
-#     --bench and --scale: what selftests/vm/report.sh counts.
+#     --bench and --scale: what selftests/vm/report.sh counts; --mpi: the
+#     guest's RESULT lines insmod, ucx_info_xpmem, mpi_bench_xpmem, rmmod
+#     (the benchmark's table and CSV go to BENCH_DIR/KERNEL.mpi.{txt,csv}).
 set -euo pipefail
 
 vm=$(cd "$(dirname "$0")" && pwd)
@@ -120,6 +122,25 @@ judge_demo() {
 	fi
 }
 
+# judge_mpi: the --mpi mode's RESULT lines; the benchmark's framed table
+# and CSV into BENCH_DIR.
+judge_mpi() {
+	local what st
+	for what in insmod ucx_info_xpmem mpi_bench_xpmem rmmod; do
+		st=$(sed -n "s/^@@XPMEM RESULT $what //p" "$res" | tail -n 1)
+		case "$st" in
+		ok) echo "  ok    $what"; pass=$((pass + 1)) ;;
+		fail) bad "$what" ;;
+		*) bad "$what: not reported by the VM" ;;
+		esac
+	done
+	mkdir -p "$BENCH_DIR"
+	sed -n '/^@@XPMEM MPI-TABLE-BEGIN/,/^@@XPMEM MPI-TABLE-END/{/^@@XPMEM/!p}' "$res" >"$BENCH_DIR/$KNAME.mpi.txt"
+	sed -n '/^@@XPMEM MPI-CSV-BEGIN/,/^@@XPMEM MPI-CSV-END/{/^@@XPMEM/!p}' "$res" >"$BENCH_DIR/$KNAME.mpi.csv"
+	sed 's/^/  | /' "$BENCH_DIR/$KNAME.mpi.txt"
+	echo "  info  table and CSV: $BENCH_DIR/$KNAME.mpi.{txt,csv}"
+}
+
 # judge_report: bench and scale reports (selftests/vm/report.sh), with
 # their counts.
 judge_report() {
@@ -193,6 +214,7 @@ case "$MODE" in
 check) judge_suites ;;
 demo) judge_demo ;;
 bench | scale) judge_report ;;
+mpi) judge_mpi ;;
 esac
 grep -q '^@@XPMEM DONE' "$res" || bad "VM did not report DONE (crashed, hung or panicked?)"
 judge_console
