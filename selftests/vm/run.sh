@@ -28,8 +28,9 @@
 #                 module loaded it checks that ucx_info -d lists the xpmem
 #                 transport and runs xpmem-mpi-bench (options from
 #                 MPI_BENCH_ARGS, default "-m 1M -n 10") on two ranks under
-#                 mpirun --mca pml ucx with UCX_TLS=self,xpmem; table and
-#                 CSV to build/bench/KERNEL.mpi.{txt,csv}
+#                 mpirun --mca pml ucx, with UCX_TLS=sm,self and
+#                 self,xpmem (init-modes.sh, mode_mpi, says what counts);
+#                 tables and CSV: build/bench/KERNEL.mpi-{sm,xpmem}.{txt,csv}
 #
 # Steps: build xpmem.ko for KERNEL in build/mod/KERNEL; pack a busybox
 # initramfs (selftests/vm/initramfs.sh: init = selftests/vm/init.sh, the
