@@ -309,7 +309,7 @@ $(B)/host/selftests/%: selftests/%.c $(KSFT) $(HLIB_OBJS)
 	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -MF $(@D)/.$*.d \
 		-o $@ $< $(HLIB_OBJS) $(TEST_LIBS)
 
-host-tests: $(LIB_TARGETS) $(HOST_TESTS) | deps-test
+host-tests: $(LIB_TARGETS) $(HOST_TESTS) mpi-bench | deps-test
 	@selftests/vm/run-host-tests.sh $(B)/host $(HOST_TESTS)
 
 # ---------------------------------------------------------------- QEMU -------
