@@ -219,7 +219,8 @@ mpi_bench() {
 #                        exited process is gone (SIGBUS)
 mode_mpi() {
 	UCT_XPMEM=/usr/lib/x86_64-linux-gnu/ucx/libuct_xpmem.so.0
-	ifconfig lo 127.0.0.1 up
+	ifconfig lo 127.0.0.1 up ||
+		say "no IPv4 in this kernel (CONFIG_INET): Open MPI's PMIx server cannot listen, the MPI runs will fail"
 	mpi_check insmod insmod /xpmem.ko
 	say "---- ucx_info -d, libuct_xpmem.so.0 preloaded ----"
 	LD_PRELOAD=$UCT_XPMEM /usr/bin/ucx_info -d > /tmp/ucx-d.txt 2>&1

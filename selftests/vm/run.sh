@@ -30,7 +30,10 @@
 #                 MPI_BENCH_ARGS, default "-m 1M -n 10") on two ranks under
 #                 mpirun --mca pml ucx, with UCX_TLS=sm,self and
 #                 self,xpmem (init-modes.sh, mode_mpi, says what counts);
-#                 tables and CSV: build/bench/KERNEL.mpi-{sm,xpmem}.{txt,csv}
+#                 tables and CSV: build/bench/KERNEL.mpi-{sm,xpmem}.{txt,csv};
+#                 needs a kernel with IPv4 (Open MPI's PMIx listens on
+#                 loopback): Debian's kernels, not the ones built from
+#                 base.config, which has no CONFIG_INET
 #
 # Steps: build xpmem.ko for KERNEL in build/mod/KERNEL; pack a busybox
 # initramfs (selftests/vm/initramfs.sh: init = selftests/vm/init.sh, the
