@@ -52,6 +52,11 @@ UCXVER=$(dpkg-query -W -f='${Version}' libucx0 2>/dev/null) ||
 XPVER=$(sed -n 's/^PACKAGE_VERSION="\([^"]*\)"$/\1/p' "$top/dkms.conf")
 VERSION=$UCXVER+xpmem$XPVER
 W=$top/build/ucx/$UCXVER
+mkdir -p "$W"
+# One build at a time per cache (make ucx-module, the package check and
+# run.sh --mpi may all ask for it).
+exec 9>"$W.lock"
+flock 9
 SRC=$W/src
 export LC_ALL=C.UTF-8
 

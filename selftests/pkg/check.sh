@@ -70,11 +70,11 @@ start() {	# start NAME DESCRIPTION FUNCTION [ARGS]
 	desc[$name]=$2
 	shift 2
 	(
-		# (a name no check function uses for a local: a check that
+		# (names no check function uses for a local: a check that
 		# dies under set -e exits with its locals still in scope)
-		trap 'echo $(( $(date +%s) - start_t0 )) >"$LOGS/$name.secs"' EXIT
+		trap 'echo $(( $(date +%s) - start_t0 )) >"$LOGS/$start_name.secs"' EXIT
 		# shellcheck disable=SC2034 # read by the trap
-		start_t0=$(date +%s)
+		start_t0=$(date +%s) start_name=$name
 		"$@"
 	) >"$LOGS/$name.log" 2>&1 &
 	pid[$name]=$!
