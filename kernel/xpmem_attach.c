@@ -32,9 +32,10 @@
 #define XPMEM_FS_MAGIC		0x78706d6d	/* "xpmm" */
 
 /*
- * Mounted while any attachment inode exists (simple_pin_fs()); the mount
- * pins the module through .owner, so a last fput() after rmmod cannot
- * reach freed module text or the freed file_system_type.
+ * Mounted while any attachment inode exists or /dev/xpmem is open
+ * (simple_pin_fs()); the mount pins the module through .owner, so a last
+ * fput() after rmmod cannot reach freed module text or the freed
+ * file_system_type.
  */
 static struct vfsmount *xpmem_attach_mnt;
 static int xpmem_attach_mnt_count;
@@ -50,6 +51,29 @@ static struct file_system_type xpmem_attach_fs_type = {
 	.init_fs_context = xpmem_attach_init_fs_context,
 	.kill_sb = kill_anon_super,
 };
+
+/**
+ * xpmem_attach_fs_pin - keep the attachments' filesystem mounted
+ *
+ * Each open of /dev/xpmem pins it until xpmem_attach_fs_unpin() at its
+ * release, so that an ATTACH after the last attachment ended does not
+ * mount it again (a new superblock), nor the end of that attachment
+ * unmount it.  Each attachment pins it too, for as long as its inode
+ * lives.  Context: process; may sleep (the first pin mounts).
+ *
+ * Return: 0, or a negative errno from the mount.
+ */
+int xpmem_attach_fs_pin(void)
+{
+	return simple_pin_fs(&xpmem_attach_fs_type, &xpmem_attach_mnt,
+			     &xpmem_attach_mnt_count);
+}
+
+/* Drops xpmem_attach_fs_pin()'s pin; the last one unmounts. */
+void xpmem_attach_fs_unpin(void)
+{
+	simple_release_fs(&xpmem_attach_mnt, &xpmem_attach_mnt_count);
+}
 
 static void xpmem_attach_unlink(struct xpmem_att *att)
 {

@@ -51,8 +51,8 @@
  * while holding their own reference, and touch the object after
  * publishing it only under it.
  * Attachment inodes live on a pseudo filesystem that is mounted while any
- * exists (simple_pin_fs), and the mount pins the module; so does each
- * attachment file.  rmmod fails with EBUSY while anything is left.
+ * exists or /dev/xpmem is open (simple_pin_fs), and the mount pins the
+ * module; so does each attachment file.  rmmod fails with EBUSY while anything is left.
  *
  * Lock order (outermost first)
  * ----------------------------
@@ -673,6 +673,8 @@ int xpmem_populate_range(unsigned long vaddr, unsigned long len,
 			 bool write);
 
 /* xpmem_attach.c: attachments, their files and their VMAs */
+int xpmem_attach_fs_pin(void);
+void xpmem_attach_fs_unpin(void);
 int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 			u64 size, unsigned long *vaddr, unsigned int flags,
 			struct file **filep);

@@ -26,12 +26,18 @@
 static int xpmem_main_open(struct inode *inode, struct file *file)
 {
 	struct xpmem_ctx *ctx;
+	int ret;
 
 	if (!current->mm)
 		return -EINVAL;
 	ctx = xpmem_ctx_alloc();
 	if (!ctx)
 		return -ENOMEM;
+	ret = xpmem_attach_fs_pin();
+	if (ret) {
+		xpmem_ctx_put(ctx);
+		return ret;
+	}
 	file->private_data = ctx;
 	/* reads of events honour RWF_NOWAIT (xpmem_main_read_iter()) */
 	file->f_mode |= FMODE_NOWAIT;
@@ -85,6 +91,7 @@ static int xpmem_main_release(struct inode *inode, struct file *file)
 	xpmem_main_end_segs(ctx, reason);
 	xpmem_proc_close(ctx);
 	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
+	xpmem_attach_fs_unpin();
 	return 0;
 }
 
