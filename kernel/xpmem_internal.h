@@ -232,6 +232,11 @@ struct xpmem_ctx {
 	u64 ev_seq;			/* of the last event queued */
 	struct mutex ev_read_lock;	/* one reader at a time */
 	wait_queue_head_t ev_wait;	/* readers and pollers */
+	/*
+	 * The owner's record of invalidations, held from the first MAKE to
+	 * the release of the file (set and dropped by xpmem_main.c only)
+	 */
+	struct xpmem_owner_ref *owner_ref;
 };
 
 /* One owner range of a segment: segment offsets [off, off + len). */
@@ -561,6 +566,7 @@ void xpmem_mirror_defer(struct work_struct *work);
 bool xpmem_mirror_vma_ok(struct vm_area_struct *vma);
 struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
 				       unsigned long *oaddr);
+struct xpmem_owner_ref *xpmem_mirror_owner_prepare(struct xpmem_seg *seg);
 int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm);
 void xpmem_mirror_owner_put(struct xpmem_att *att);
 void xpmem_mirror_settle_init(struct xpmem_att *att);

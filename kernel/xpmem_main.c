@@ -90,6 +90,9 @@ static int xpmem_main_release(struct inode *inode, struct file *file)
 	}
 	xpmem_main_end_segs(ctx, reason);
 	xpmem_proc_close(ctx);
+	if (ctx->owner_ref)
+		xpmem_seg_owner_ref_put(ctx->owner_ref);
+	ctx->owner_ref = NULL;
 	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
 	xpmem_attach_fs_unpin();
 	return 0;
@@ -120,6 +123,27 @@ static int xpmem_main_release_permit(struct xpmem_ctx *ctx, xpmem_apid_t apid)
 	return 0;
 }
 
+/*
+ * A segment was made: the first MAKE of an open file registers the
+ * owner's notifiers (xpmem_mirror_owner_prepare()), held until the file's
+ * release, so that ATTACHes of its segments register nothing.
+ */
+static void xpmem_main_made(struct xpmem_ctx *ctx, xpmem_segid_t segid)
+{
+	struct xpmem_owner_ref *r;
+	struct xpmem_seg *seg;
+
+	if (READ_ONCE(ctx->owner_ref))
+		return;
+	seg = xpmem_seg_lookup(segid);
+	if (!seg)
+		return;		/* removed meanwhile by another thread */
+	r = xpmem_mirror_owner_prepare(seg);
+	xpmem_seg_put(seg);
+	if (r && cmpxchg(&ctx->owner_ref, NULL, r))
+		xpmem_seg_owner_ref_put(r);	/* another thread was first */
+}
+
 static long xpmem_main_ioctl_make(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_cmd_make cmd;
@@ -130,6 +154,7 @@ static long xpmem_main_ioctl_make(struct xpmem_ctx *ctx, void __user *uarg)
 	ret = xpmem_seg_cmd_make(ctx, &cmd);
 	if (ret)
 		return ret;
+	xpmem_main_made(ctx, cmd.segid);
 	if (put_user(cmd.segid,
 		     &((struct xpmem_cmd_make __user *)uarg)->segid)) {
 		xpmem_main_remove(ctx, cmd.segid);
@@ -398,6 +423,8 @@ static int xpmem_main_ext_make(struct xpmem_ctx *ctx,
 	ret = xpmem_seg_make(ctx, iov ? iov : &one, iov ? cmd->size : 1,
 			     cmd->mode, &opts, segid);
 	kfree(iov);
+	if (!ret)
+		xpmem_main_made(ctx, *segid);
 	return ret;
 }
 

@@ -143,6 +143,7 @@ struct xpmem_owner_notifier {
 	struct list_head inflight;	/* struct xpmem_owner_inval */
 	unsigned int nr;		/* on inflight */
 	bool lost;			/* a record failed: use the core's */
+	bool itree;			/* the mm's interval tree is enabled */
 	wait_queue_head_t wq;		/* faults waiting for an end */
 };
 
@@ -299,6 +300,44 @@ static struct xpmem_owner_ref *xpmem_mirror_seg_owner(struct xpmem_seg *seg,
 		xpmem_seg_owner_ref_put(r);	/* another ATTACH was first */
 		r = smp_load_acquire(&seg->owner_ref);
 	}
+	return r;
+}
+
+/**
+ * xpmem_mirror_owner_prepare - register the owner's notifiers at its MAKE
+ * @seg: a segment the current process just made (@seg->mm is current's)
+ *
+ * The first plain notifier of an mm and the first interval notifier each
+ * make the core take every lock of the mm (mm_take_all_locks(): a walk of
+ * all its VMAs).  Done here, in the owner's own MAKE and once per open of
+ * /dev/xpmem (the caller keeps the returned reference until the file's
+ * release), so that no ATTACH pays it, however many mappings the owner
+ * has.  Every signal but SIGKILL and SIGSTOP is blocked meanwhile, as in
+ * ATTACH (xpmem_attach.c says why).  Best effort: on failure ATTACH
+ * registers them as before.
+ *
+ * Return: a reference on the owner's record, or NULL.
+ */
+struct xpmem_owner_ref *xpmem_mirror_owner_prepare(struct xpmem_seg *seg)
+{
+	struct xpmem_owner_notifier *notif;
+	struct xpmem_owner_ref *r;
+	sigset_t all, old;
+
+	siginitsetinv(&all, sigmask(SIGKILL) | sigmask(SIGSTOP));
+	sigprocmask(SIG_BLOCK, &all, &old);
+	r = xpmem_mirror_seg_owner(seg, seg->mm);
+	if (IS_ERR(r)) {
+		r = NULL;
+		goto out;
+	}
+	refcount_inc(&r->ref);	/* the caller's */
+	notif = container_of(r->mn, struct xpmem_owner_notifier, mn);
+	/* what mmu_interval_notifier_insert() would do at the first ATTACH */
+	if (!READ_ONCE(notif->itree) && !mmu_notifier_register(NULL, seg->mm))
+		WRITE_ONCE(notif->itree, true);
+out:
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }
 
