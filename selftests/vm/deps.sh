@@ -26,7 +26,7 @@ TEST_PKGS="$BUILD_PKGS cpio xz-utils \
 gzip util-linux perl busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
 libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
 linux-source-6.12 man-db groff-base debhelper dh-dkms lintian fakeroot dpkg-dev \
-gnuplot-nox openssl rpm rpmlint"
+gnuplot-nox openssl rpm rpmlint autoconf automake libtool"
 ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm liburing-dev:arm64"
 
 mode=test
