@@ -12,7 +12,8 @@
 #             QEMU, busybox, the two Debian kernels it boots and their
 #             headers, linux-source-6.12 (kselftest header, checkpatch, the
 #             debug kernel), sparse, liburing-dev, packaging tools (Debian
-#             and RPM)
+#             and RPM), autoconf, automake and libtool (the other
+#             implementation that run.sh --bench's BENCH_CLASSIC builds)
 #   arm64     test, plus what the arm64 kernels (arm64-6.12, arm64-6.12-64k)
 #             need: the arm64 architecture in dpkg (multiarch), the cross
 #             compiler, qemu-system-arm and liburing-dev:arm64 (the
