@@ -43,6 +43,7 @@
 
 static const char default_sizes[] = "4K,64K,1M,16M,64M,256M";
 static const char default_cycle_sizes[] = "4K,64K,1M,4M";
+#define MAX_OWNER_VMAS	60000	/* below vm.max_map_count's default */
 /* without 4K, where a page is larger */
 static const char default_sizes_large[] = "64K,1M,16M,64M,256M";
 
@@ -50,7 +51,7 @@ static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 		"usage: %s [-s SIZES] [-r repeats] [-m KINDS] [-o file.csv] [-h]\n"
-		"       %s -c [-w] [-s SIZES] [-r repeats] [-m KINDS] [-o file.csv]\n"
+		"       %s -c [-w] [-v N] [-s SIZES] [-r repeats] [-m KINDS] [-o file.csv]\n"
 		"  -s SIZES    comma-separated sizes, each a multiple of 4K from 4K to 64G,\n"
 		"              with a suffix K, M or G (a bare number is MiB);\n"
 		"              default %s\n"
@@ -63,11 +64,13 @@ static void usage(FILE *f, const char *prog)
 		"              of each size (default %s, at most 64M), touch one byte\n"
 		"              a page, detach; kinds 4k and thp (the default)\n"
 		"  -w          with -c: the touch writes (default: reads)\n"
+		"  -v N        with -c: each owner maps N more pages apart first\n"
+		"              (0..%d, default 0), as a process of many mappings\n"
 		"  -h, --help  this help\n"
 		"Timings are wall-clock: under emulation (QEMU TCG) compare only the\n"
 		"ratios within one run.\n",
 		prog, prog, PAGE > 4096 ? default_sizes_large : default_sizes,
-		MAX_REPEATS, default_cycle_sizes);
+		MAX_REPEATS, default_cycle_sizes, MAX_OWNER_VMAS);
 }
 
 /* A size list like "4K,64K,1M": 0, or -1 with a message. */
@@ -168,6 +171,7 @@ struct options {
 	const char *csv;	/* -o, or NULL */
 	int cycle;		/* -c */
 	int write;		/* -w */
+	int owner_vmas;		/* -v, or -1 */
 };
 
 /*
@@ -179,11 +183,13 @@ static int check_cycle_options(struct run *run, struct options *o)
 	int i;
 
 	if (!o->cycle) {
-		if (!o->write)
+		if (!o->write && o->owner_vmas < 0)
 			return -1;
-		fprintf(stderr, "xpmem-bench: -w goes with -c\n");
+		fprintf(stderr, "xpmem-bench: -w and -v go with -c\n");
 		return 2;
 	}
+	if (o->owner_vmas < 0)
+		o->owner_vmas = 0;
 	if (!o->sizes)
 		parse_sizes(default_cycle_sizes, run);
 	if (!o->kinds)
@@ -215,7 +221,7 @@ static int parse_options(int argc, char **argv, struct run *run,
 		usage(stdout, argv[0]);
 		return 0;
 	}
-	while ((opt = getopt(argc, argv, ":s:r:m:o:cwh")) != -1) {
+	while ((opt = getopt(argc, argv, ":s:r:m:o:cwv:h")) != -1) {
 		switch (opt) {
 		case 's':
 			if (parse_sizes(optarg, run))
@@ -227,6 +233,12 @@ static int parse_options(int argc, char **argv, struct run *run,
 			break;
 		case 'w':
 			o->write = 1;
+			break;
+		case 'v':
+			v = parse_count("-v", optarg, 0, MAX_OWNER_VMAS);
+			if (v < 0)
+				return 2;
+			o->owner_vmas = v;
 			break;
 		case 'r':
 			v = parse_count("-r", optarg, 1, MAX_REPEATS);
@@ -366,7 +378,8 @@ static int run_default(struct run *run, const struct options *o, FILE *csvf)
 /* -c: the miss cycles; the CSV to @csvf (closed here).  The exit status. */
 static int run_cycles(struct run *run, const struct options *o, FILE *csvf)
 {
-	struct cycle_opts co = { .run = run, .write = o->write };
+	struct cycle_opts co = { .run = run, .write = o->write,
+				 .owner_vmas = o->owner_vmas };
 	int err = cycle_run(&co, csvf);
 
 	if (csvf && fclose(csvf)) {
@@ -380,7 +393,7 @@ static int run_cycles(struct run *run, const struct options *o, FILE *csvf)
 int main(int argc, char **argv)
 {
 	static struct run run;
-	struct options o = { 0 };
+	struct options o = { .owner_vmas = -1 };
 	FILE *csvf = NULL;
 	int err;
 

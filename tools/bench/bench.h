@@ -202,6 +202,7 @@ int write_csv(const struct run *run, FILE *f);
 struct cycle_opts {
 	const struct run *run;
 	int write;		/* -w: the touch writes */
+	int owner_vmas;		/* -v: more mappings in each owner */
 };
 
 int cycle_run(const struct cycle_opts *co, FILE *csv);

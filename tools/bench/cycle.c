@@ -6,9 +6,9 @@
  * touch of what it copies and, when the entry is evicted, one detach.
  *
  * For each kind of owner memory and each repeat, this process (the
- * attacher) forks a new owner, which allocates and fills its buffer
- * (POOL bytes, at least 64 MiB), exports it and sends the segid through a
- * pipe.  The attacher takes one permit and measures:
+ * attacher) forks a new owner, which maps -v more pages apart (an MPI
+ * process has many mappings), allocates and fills its buffer (at least
+ * 64 MiB), exports it and sends the segid through a pipe.  The attacher takes one permit and measures:
  *   - the first attach of the new owner (a window of the largest size),
  *     which is where a module may set up its per-owner state;
  *   - for each size B, CYCLES cycles of: attach B bytes at the next
@@ -79,15 +79,24 @@ static size_t cycle_pool(const struct cycle_opts *co)
 }
 
 /*
- * The owner, in a child: its memory of @kind filled, exported, the segid
- * sent on @out; then it waits for the attacher's word on @in (or its
- * end), removes the segment and exits.
+ * @n more mappings of one page in the owner, every other one read-only
+ * so that none merge: an MPI process has hundreds or thousands.
  */
-static int cycle_owner(int kind, size_t pool, int in, int out)
+static int owner_vmas(int n)
 {
-	xpmem_segid_t segid = -1;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (mmap(NULL, PAGE, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			return odie("owner mappings (-v)");
+	return 0;
+}
+
+/* The owner's buffer of @kind: MAP_FAILED on an error. */
+static char *owner_buffer(int kind, size_t pool)
+{
 	char *buf;
-	char c;
 
 	if (kind == K_THP) {
 		buf = map_aligned(pool, MAP_PRIVATE | MAP_ANONYMOUS, -1);
@@ -99,12 +108,30 @@ static int cycle_owner(int kind, size_t pool, int in, int out)
 		if (buf != MAP_FAILED)
 			madvise(buf, pool, MADV_NOHUGEPAGE);
 	}
-	if (buf != MAP_FAILED) {
+	return buf;
+}
+
+/*
+ * The owner, in a child: its mappings (-v) and its memory of @kind,
+ * filled and exported, the segid sent on @out; then it waits for the
+ * attacher's word on @in (or its end), removes the segment and exits.
+ */
+static int cycle_owner(const struct cycle_opts *co, int kind, size_t pool,
+		       int in, int out)
+{
+	xpmem_segid_t segid = -1;
+	char *buf;
+	char c;
+
+	buf = owner_vmas(co->owner_vmas) ? MAP_FAILED : owner_buffer(kind, pool);
+	if (buf == MAP_FAILED) {
+		odie("owner memory");
+	} else {
 		memset(buf, PATTERN, pool);
 		segid = xpmem_make(buf, pool, XPMEM_PERMIT_MODE, (void *)0600);
+		if (segid == -1)
+			odie("xpmem_make");
 	}
-	if (segid == -1)
-		odie(buf == MAP_FAILED ? "owner memory" : "xpmem_make");
 	if (full_write(out, &segid, sizeof(segid)) || segid == -1)
 		return 1;
 	(void)!read(in, &c, 1);
@@ -214,7 +241,7 @@ static int cycle_repeat(const struct cycle_opts *co, int kind, int rep,
 	if (pid == 0) {
 		close(to_owner[1]);
 		close(to_me[0]);
-		_exit(cycle_owner(kind, pool, to_owner[0], to_me[1]));
+		_exit(cycle_owner(co, kind, pool, to_owner[0], to_me[1]));
 	}
 	close(to_owner[0]);
 	close(to_me[1]);
@@ -329,10 +356,11 @@ int cycle_run(const struct cycle_opts *co, FILE *csv)
 	static struct cycle_res r;
 	int ki, rep, err = 0;
 
-	printf("xpmem-bench -c: registration-cache miss cycles, %d repeats, owner buffer %zu MiB\n"
+	printf("xpmem-bench -c: registration-cache miss cycles, %d repeats, owner buffer %zu MiB,\n"
+	       "%d more owner mappings (-v)\n"
 	       "Wall-clock timings (under QEMU TCG compare only within one run); each cell:\n"
 	       "the median of the repeats (a new owner each), then the spread (max - min).\n",
-	       run->repeats, cycle_pool(co) / MIB);
+	       run->repeats, cycle_pool(co) / MIB, co->owner_vmas);
 	if (csv)
 		fprintf(csv, "kind,size,metric,median,min,max,unit\n");
 	for (ki = 0; ki < run->nkinds && !err; ki++) {
