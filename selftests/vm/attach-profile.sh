@@ -56,13 +56,13 @@ inner="xpmem_main_ioctl_attach xpmem_main_ioctl_detach xpmem_attach_cmd
 	mutex_lock down_write down_read"
 
 trace_setup attach-profile "$top" "$inner" || exit 1
-echo 1 > $TR/options/funcgraph-proc 2>/dev/null
+echo 1 > "$TR"/options/funcgraph-proc 2>/dev/null
 
-echo 1 > $TR/tracing_on
+echo 1 > "$TR"/tracing_on
 (cd /tmp && XPMEM_BACKEND=kernel "$bench" -c -m "$kind" -s "$size" -r 1 \
 	> /tmp/aprof-bench.txt)
 rc=$?
-echo 0 > $TR/tracing_on
+echo 0 > "$TR"/tracing_on
 echo "== $bench -c -m $kind -s $size -r 1 (traced), exit status $rc"
 grep -E '^(window|attach\+|  attach|  touch|  detach|first|single|  its)' /tmp/aprof-bench.txt
 trace_overrun
@@ -72,12 +72,15 @@ trace_overrun
 # Per task: the open top call, its children's times; at its end, its class.
 awk -v topl="$top" '
 BEGIN { n = split(topl, t, " "); for (i = 1; i <= n; i++) istop[t[i]] = 1 }
-function fname(s) {
+# a module function is "name [module]"
+function fname(s,    f) {
 	if (match(s, /\} \/\* [^ ]+/))
 		return substr(s, RSTART + 5, RLENGTH - 5)
-	if (match(s, /[A-Za-z_0-9.]+\(\)/))
-		return substr(s, RSTART, RLENGTH - 2)
-	return ""
+	if (!match(s, /[A-Za-z_0-9.]+( \[[A-Za-z_0-9]+\])?\(\)/))
+		return ""
+	f = substr(s, RSTART, RLENGTH - 2)
+	sub(/ .*/, "", f)
+	return f
 }
 /\|/ {
 	if (!match($0, /[^ ]+-[0-9]+ +\|/))
@@ -160,7 +163,10 @@ function asorti_cls(a, s,    k, i, j, x, n) {
 	for (i = 2; i <= n; i++)
 		for (j = i; j > 1 && s[j - 1] > s[j]; j--) { x = s[j]; s[j] = s[j - 1]; s[j - 1] = x }
 	return n
-}' $TR/trace
-echo 0 > $TR/options/funcgraph-proc 2>/dev/null
+}' "$TR"/trace
+echo "== the trace around its first vm_mmap (the first ATTACH)"
+awk '/vm_mmap/ && !at { at = NR } { l[NR] = $0 }
+	END { for (i = at - 40; at && i <= at + 25; i++) if (i > 0 && i in l) print l[i] }' "$TR"/trace
+echo 0 > "$TR"/options/funcgraph-proc 2>/dev/null
 trace_reset
 exit $rc

@@ -10,7 +10,7 @@
 
 # Defaults of the settings /etc/xpmem-run.conf gives.
 : "${BENCH_ARGS=}" "${BENCH_PROFILE=}" "${SCALE_ARGS=}" "${SCALE_CHURN=0}" "${SCALE_PROFILE=0}"
-: "${BENCH_CLASSIC=0}" "${ATTACH_PROFILE=0}"
+: "${BENCH_CLASSIC=0}" "${ATTACH_PROFILE=0}" "${CLASSIC_FIRST=0}"
 
 # bench_profile: with BENCH_PROFILE set, run fault-profile.sh with it and
 # send its report to the result channel between @@XPMEM BENCH-PROFILE lines.
@@ -88,15 +88,18 @@ mode_demo() {
 }
 
 # mode_classic: xpmem-bench -c (BENCH_ARGS) with this module, then
-# xpmem-bench-classic -c with the other implementation's, in this boot;
+# xpmem-bench-classic -c with the other implementation's (the other way
+# round with CLASSIC_FIRST=1), in this boot;
 # with ATTACH_PROFILE=1 attach-profile.sh with each (4k and thp owner
 # pages, 4 MiB windows).  Tables, CSV and profiles go to the result
 # channel between @@XPMEM CYCLES-*-BEGIN/END and ATTACH-PROFILE-BEGIN/END
 # <label> lines (label new or classic).
 mode_classic() {
-	for l in new classic; do
+	order="new classic"
+	[ "$CLASSIC_FIRST" = 1 ] && order="classic new"
+	for l in $order; do
 		ko=/xpmem.ko bench=/tools/xpmem-bench
-		[ $l = classic ] && ko=/xpmem-classic.ko bench=/xpmem-bench-classic
+		[ "$l" = classic ] && ko=/xpmem-classic.ko bench=/xpmem-bench-classic
 		say "---- bench: $bench -c $BENCH_ARGS, module $ko ----"
 		if ! insmod $ko; then
 			say "insmod $ko failed"

@@ -11,7 +11,7 @@
 # dir), KARCH, cross, mode, kname, filter, stress, stress_timeout,
 # suite_timeout, fallback_pass, have_mod, moddir, scale_base, result_dev,
 # bench_args, bench_profile, scale_args, scale_churn, scale_profile,
-# bench_classic, attach_profile, B; and die().
+# bench_classic, attach_profile, classic_first, B; and die().
 # shellcheck shell=bash disable=SC2154 # run.sh's settings
 
 # copy_shlibs ROOT FILE: the dynamic loader and the libraries ldd resolves
@@ -222,6 +222,7 @@ EOG
 		echo "SCALE_PROFILE=$scale_profile"
 		echo "BENCH_CLASSIC=$([ -n "$bench_classic" ] && echo 1 || echo 0)"
 		echo "ATTACH_PROFILE=$attach_profile"
+		echo "CLASSIC_FIRST=$classic_first"
 		echo "RESULT_DEV=$result_dev"
 	} > "$root/etc/xpmem-run.conf"
 	(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 > "$image"

@@ -19,7 +19,8 @@
 #                 it must leave OUTDIR/kernel/xpmem.ko, OUTDIR/include/xpmem.h
 #                 and OUTDIR/lib/.libs/libxpmem.a; x86_64 only), side by
 #                 side: build/bench/KERNEL.cycles{,-classic}.{txt,csv},
-#                 KERNEL.cycles-compare.txt; with ATTACH_PROFILE=1 also
+#                 KERNEL.cycles-compare.txt (CLASSIC_FIRST=1: the other
+#                 module first); with ATTACH_PROFILE=1 also
 #                 where ATTACH and DETACH spend their time in each
 #                 (selftests/vm/attach-profile.sh): KERNEL.attach-profile.txt
 #   --scale       run /tools/xpmem-scale (N ranks, options from SCALE_ARGS;
@@ -81,7 +82,7 @@ case "${1:-}" in
 --bench) mode=bench; shift ;;
 --scale) mode=scale; shift ;;
 esac
-[ $# -ge 1 ] || { sed -n '2,33p' "$0" >&2; exit 1; }
+[ $# -ge 1 ] || { sed -n '2,34p' "$0" >&2; exit 1; }
 kname=$1; shift
 filter="$*"
 
@@ -165,6 +166,8 @@ bench_args=${BENCH_ARGS:-}
 bench_profile=${BENCH_PROFILE:-}
 bench_classic=${BENCH_CLASSIC:-}
 attach_profile=${ATTACH_PROFILE:-0}
+classic_first=${CLASSIC_FIRST:-0}
+[[ "$classic_first" =~ ^[01]$ ]] || die "CLASSIC_FIRST: 0 or 1, not '$classic_first'"
 [[ "$attach_profile" =~ ^[01]$ ]] || die "ATTACH_PROFILE: 0 or 1, not '$attach_profile'"
 if [ -n "$bench_classic" ]; then
 	[ "$mode" = bench ] || die "BENCH_CLASSIC needs --bench"
@@ -359,7 +362,7 @@ write_run_env() {
 		have_mod:HAVE_MOD smp:SMP mem:MEM bench_args:BENCH_ARGS \
 		bench_profile:BENCH_PROFILE scale_args:SCALE_ARGS \
 		scale_churn:SCALE_CHURN scale_profile:SCALE_PROFILE scale_base:SCALE_BASE \
-		bench_classic:BENCH_CLASSIC attach_profile:ATTACH_PROFILE; do
+		bench_classic:BENCH_CLASSIC attach_profile:ATTACH_PROFILE classic_first:CLASSIC_FIRST; do
 		n=${v%%:*}
 		printf '%s=%q\n' "${v#*:}" "${!n}"
 	done
