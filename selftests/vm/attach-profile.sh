@@ -48,7 +48,8 @@ inner="xpmem_main_ioctl_attach xpmem_main_ioctl_detach xpmem_attach_cmd
 	__get_unmapped_area thp_get_unmapped_area
 	xpmem_fault_get_unmapped_area vm_munmap do_vmi_munmap
 	do_vmi_align_munmap unmap_vmas free_pgtables tlb_finish_mmu
-	synchronize_srcu
+	synchronize_srcu schedule vfs_kern_mount fc_mount alloc_super
+	xpmem_attach_init_fs_context init_pseudo kill_anon_super
 	xpmem_attach xpmem_detach xpmem_mmap xpmem_open_handler
 	xpmem_close_handler xpmem_detach_att xpmem_clear_PTEs_of_att
 	xpmem_tg_ref_by_apid xpmem_ap_ref_by_apid xpmem_validate_access
