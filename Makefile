@@ -94,7 +94,8 @@ FORCE:
 .PHONY: FORCE all userspace lib tests tools module modules host-build host-tests check \
 	demo bench bench-classic deps deps-test arm64 sparse checkpatch w1 install install-lib install-tools \
 	install-man install-module-conf install-dkms-src dkms-src dist uninstall clean \
-	distclean help debug-kernel man-check pkg-check doc-check
+	distclean help debug-kernel man-check pkg-check doc-check ucx-module \
+	mpi-bench
 .DELETE_ON_ERROR:
 # Never delete these as make intermediates.
 .SECONDARY: $(KSFT) $(LIB_OBJS) $(HLIB_OBJS)
@@ -111,7 +112,7 @@ userspace: lib tools tests host-build
 # cross-compiles for a tree configured for arm64).
 ARM64_CROSS ?= aarch64-linux-gnu-
 arm64:
-	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CROSS)gcc AR=$(ARM64_CROSS)ar lib tools tests
+	$(MAKE) B=$(B)/arm64 CC=$(ARM64_CROSS)gcc AR=$(ARM64_CROSS)ar MPICC= lib tools tests
 
 help:
 	@echo "make               library, tools and xpmem.ko (KDIR=...; needs the kernel's headers)"
@@ -130,6 +131,8 @@ help:
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
 	@echo "make man-check | pkg-check  man pages; Debian packages (as root)"
+	@echo "make ucx-module    build/pkg/libucx0-xpmem_*.deb: UCX's xpmem transport for the installed libucx0"
+	@echo "make mpi-bench     xpmem-mpi-bench (MPI latency/bandwidth; built by make tools where mpicc exists)"
 	@echo "make doc-check     references in docs and comments resolve (run by make check)"
 	@echo "make debug-kernel  build/refresh the cached debug-6.12 kernel"
 	@echo "selftests/vm/run.sh KERNEL [SUITE-FILTER]   one kernel, some suites"
@@ -262,7 +265,22 @@ $(B)/selftests/stress/%.o: selftests/stress/%.c
 # The tools are what users run: linked against the shared library, like
 # any program built against the installed one (the VM rig copies the
 # libraries they need into its initramfs).
-tools: $(TOOLS)
+tools: $(TOOLS) mpi-bench
+
+# xpmem-mpi-bench (tools/mpi/): MPI transfers between two ranks, built with
+# $(MPICC) where it exists (Debian: libopenmpi-dev) and skipped elsewhere;
+# the arm64 cross build sets MPICC empty.
+MPICC     ?= mpicc
+MPI_BENCH := $(B)/tools/xpmem-mpi-bench
+mpi-bench:
+	@if [ -n "$(MPICC)" ] && command -v $(MPICC) >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(MPI_BENCH); \
+	else echo "mpi-bench: no $(if $(MPICC),$(MPICC),MPICC) here, xpmem-mpi-bench not built"; fi
+
+$(MPI_BENCH): tools/mpi/xpmem-mpi-bench.c
+	@mkdir -p $(@D)
+	$(MPICC) -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -O2 $(CPPFLAGS) $(CFLAGS) \
+		$(LDFLAGS) -o $@ $<
 
 $(B)/tools/%: tools/%.c $(LIB_TARGETS)
 	@mkdir -p $(@D)
@@ -309,7 +327,7 @@ $(B)/host/selftests/%: selftests/%.c $(KSFT) $(HLIB_OBJS)
 	$(CC) $(XCFLAGS) -isystem $(B)/ksft $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -MF $(@D)/.$*.d \
 		-o $@ $< $(HLIB_OBJS) $(TEST_LIBS)
 
-host-tests: $(LIB_TARGETS) $(HOST_TESTS) | deps-test
+host-tests: $(LIB_TARGETS) $(HOST_TESTS) mpi-bench | deps-test
 	@selftests/vm/run-host-tests.sh $(B)/host $(HOST_TESTS)
 
 # ---------------------------------------------------------------- QEMU -------
@@ -390,6 +408,11 @@ doc-check:
 # Debian packages: build, lintian, scratch-root install, dkms build (root).
 pkg-check: | deps-test
 	@selftests/pkg/check.sh
+
+# UCX's xpmem transport for the installed libucx0 (debian/ucx/build.sh):
+# $(B)/pkg/libucx0-xpmem_<libucx0 version>+xpmem<version>_<arch>.deb.
+ucx-module:
+	@debian/ucx/build.sh -o $(B)/pkg
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_REAL)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \

@@ -70,11 +70,11 @@ start() {	# start NAME DESCRIPTION FUNCTION [ARGS]
 	desc[$name]=$2
 	shift 2
 	(
-		# (a name no check function uses for a local: a check that
+		# (names no check function uses for a local: a check that
 		# dies under set -e exits with its locals still in scope)
-		trap 'echo $(( $(date +%s) - start_t0 )) >"$LOGS/$name.secs"' EXIT
+		trap 'echo $(( $(date +%s) - start_t0 )) >"$LOGS/$start_name.secs"' EXIT
 		# shellcheck disable=SC2034 # read by the trap
-		start_t0=$(date +%s)
+		start_t0=$(date +%s) start_name=$name
 		"$@"
 	) >"$LOGS/$name.log" 2>&1 &
 	pid[$name]=$!
@@ -595,13 +595,16 @@ check_symbols() {
 # 9. Purge: the prerm asks dkms to remove the module, and nothing of the
 # packages is left (conffile included).
 check_purge() {
-	local f p left=0
+	local f p left=0 extra=()
 	: >"$R/dkms-calls"
-	PATH=/usr/sbin:/usr/bin:/sbin:/bin "${DPKG[@]}" --purge "${PKGS[@]}"
+	# (libucx0-xpmem, check 11, depends on libxpmem0: purged with it)
+	[ -z "$(dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${db:Status-Abbrev}' "$UCX_PKG" 2>/dev/null)" ] ||
+		extra=("$UCX_PKG")
+	PATH=/usr/sbin:/usr/bin:/sbin:/bin "${DPKG[@]}" --purge "${PKGS[@]}" "${extra[@]}"
 	cat "$R/dkms-calls"
 	grep -qx "dkms remove -m xpmem -v $VERSION --all" "$R/dkms-calls" ||
 		die "xpmem-dkms's prerm did not run dkms remove -m xpmem -v $VERSION --all"
-	for p in "${PKGS[@]}"; do
+	for p in "${PKGS[@]}" "${extra[@]}"; do
 		[ -z "$(dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" ] ||
 			die "$p is still known to dpkg after --purge"
 	done
@@ -675,6 +678,38 @@ check_rpm() {
 	detail rpm "${#rpms[@]} packages, rpmlint $(grep -c ': W: ' <<<"$out" || true) warning(s), no error; files as in the .debs; classic program built and run"
 }
 
+# 11. libucx0-xpmem (debian/ucx/build.sh): UCX's xpmem transport for the
+# libucx0 installed here, built into $W; lintian without errors or
+# warnings; installed into the scratch root beside libxpmem0 (libucx0's
+# status entry copied from this host, as check 3 does for its
+# dependencies); and registered with this host's libuct when preloaded:
+# ucx_info -c lists the transport's UCX_XPMEM_ settings (no /dev/xpmem
+# here, so it reports no device).
+UCX_PKG=libucx0-xpmem
+check_ucx() {
+	local deb sel name r=0 so=$LIBDIR/ucx/libuct_xpmem.so.0
+	deb=$("$top/debian/ucx/build.sh" -o "$W")
+	dpkg-deb -c "$deb"
+	lintian --fail-on error,warning --display-info --pedantic "$deb" >"$W/lintian-ucx.txt" 2>&1 || r=$?
+	cat "$W/lintian-ucx.txt"
+	[ "$r" = 0 ] || die "lintian: $UCX_PKG has errors or warnings"
+	if [ -z "$(dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${db:Status-Abbrev}' libucx0 2>/dev/null)" ]; then
+		sel=$(host_pkg libucx0) || die "libucx0 is not installed here"
+		name=$(dpkg-query -W -f='${binary:Package}' "$sel")
+		# (a status entry goes in while no other check runs dpkg on the root)
+		{ dpkg-query -s "$sel"; echo; } >>"$R/var/lib/dpkg/status"
+		: >"$R/var/lib/dpkg/info/$name.list"
+	fi
+	PATH=/usr/sbin:/usr/bin:/sbin:/bin "${DPKG[@]}" -i "$deb"
+	[ "$(dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${db:Status-Abbrev}' "$UCX_PKG")" = "ii " ] ||
+		die "$UCX_PKG is not installed in the scratch root"
+	"${DPKG[@]}" --verify "$UCX_PKG"
+	[ "$(readlink "$so")" = libuct_xpmem.so.0.0.0 ] || die "no $so -> libuct_xpmem.so.0.0.0"
+	LD_LIBRARY_PATH=$LIBDIR LD_PRELOAD=$so ucx_info -c >"$W/ucx-info-c.txt"
+	grep '^UCX_XPMEM_' "$W/ucx-info-c.txt" || die "ucx_info -c lists no UCX_XPMEM_ setting with the module preloaded"
+	detail ucx "${deb##*/}, lintian $(grep -c '^[IP]: ' "$W/lintian-ucx.txt" || true) info/pedantic; installed; ucx_info sees the transport"
+}
+
 # ------------------------------------------------------------- run --------
 
 copy_tree
@@ -721,6 +756,7 @@ start man "6. man pages: lexgrog, man --warnings, one per function and tool" che
 start tools "7. the tools run from the scratch root" check_tools
 start symbols "8. exported symbols: lib/libxpmem.map, xpmem_* only, dpkg-gensymbols -c4" check_symbols
 start rpm "10. RPMs: rpmbuild, rpmlint, the .debs' files, pkg-config cray-xpmem" check_rpm
+start ucx "11. libucx0-xpmem: UCX's xpmem transport built, lintian-clean, installed, seen by ucx_info" check_ucx
 
 # Lines in order; the purge waits for everything that reads the root.
 finish lintian
@@ -734,6 +770,7 @@ finish man
 finish tools
 finish symbols
 finish rpm
+finish ucx
 run purge "9. dpkg --purge of every package leaves nothing behind" check_purge
 
 echo "$pass passed, $fail failed"

@@ -12,8 +12,11 @@
 #             QEMU, busybox, the two Debian kernels it boots and their
 #             headers, linux-source-6.12 (kselftest header, checkpatch, the
 #             debug kernel), sparse, liburing-dev, packaging tools (Debian
-#             and RPM), autoconf, automake and libtool (the other
-#             implementation that run.sh --bench's BENCH_CLASSIC builds)
+#             and RPM), what the UCX module package needs (libucx-dev,
+#             ucx-utils, libnuma-dev, autotools: debian/ucx/build.sh) and
+#             Open MPI (the MPI benchmark, xpmem-mpi-bench); autotools also
+#             build the other implementation run.sh --bench's BENCH_CLASSIC
+#             compares with
 #   arm64     test, plus what the arm64 kernels (arm64-6.12, arm64-6.12-64k)
 #             need: the arm64 architecture in dpkg (multiarch), the cross
 #             compiler, qemu-system-arm and liburing-dev:arm64 (the
@@ -27,7 +30,8 @@ TEST_PKGS="$BUILD_PKGS cpio xz-utils \
 gzip util-linux perl busybox-static qemu-system-x86 liburing-dev sparse dkms bc flex bison \
 libelf-dev libssl-dev dwarves python3 linux-headers-amd64 linux-image-amd64 \
 linux-source-6.12 man-db groff-base debhelper dh-dkms lintian fakeroot dpkg-dev \
-gnuplot-nox openssl rpm rpmlint autoconf automake libtool"
+gnuplot-nox openssl rpm rpmlint \
+autoconf automake libtool libnuma-dev libucx-dev ucx-utils openmpi-bin libopenmpi-dev"
 ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm liburing-dev:arm64"
 
 mode=test

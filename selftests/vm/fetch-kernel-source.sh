@@ -35,52 +35,9 @@ done
 die() { echo "fetch-kernel-source: $*" >&2; exit 1; }
 log() { echo "fetch-kernel-source: $*" >&2; }
 
-# The Debian archive and its security archive, as this machine's apt
-# sources name them (sources.list, sources.list.d/*.list and *.sources,
-# whatever mirror or proxy they point at), read by apt itself: the
-# repositories of its package lists whose Release file says Origin
-# "Debian", Label "Debian" or "Debian-Security" (apt-get indextargets);
-# without lists (apt-get update never ran), the repositories apt would
-# fetch (apt-get update --print-uris), told apart by their path:
-# .../debian/ and .../debian-security/.  XPMEM_DEBIAN_ARCHIVE and
-# XPMEM_DEBIAN_SECURITY (URIs) override both.
-archive_uris() {
-	local main='' sec=''
-	classify < <(
-		# shellcheck disable=SC2016 # apt's $(FIELD) placeholders
-		apt-get indextargets --format '$(REPO_URI)|$(ORIGIN)|$(LABEL)' \
-			'Created-By: Packages' 2>/dev/null | sort -u)
-	if [ -z "$main" ]; then
-		classify < <(apt-get -o Debug::NoLocking=1 update --print-uris 2>/dev/null |
-			sed -n "s#^'\(.*/\)dists/[^/]*/InRelease' .*#\1||#p" | sort -u)
-	fi
-	main=${XPMEM_DEBIAN_ARCHIVE:-$main}
-	sec=${XPMEM_DEBIAN_SECURITY:-$sec}
-	[ -n "$main" ] || die "no Debian archive in this machine's apt sources (set XPMEM_DEBIAN_ARCHIVE=URI)"
-	archive=${main%/} security=${sec%/}
-}
-# classify: lines "REPO-URI|ORIGIN|LABEL" on stdin; sets archive_uris's
-# main and sec (the first of each).
-classify() {
-	local uri origin label
-	while IFS='|' read -r uri origin label; do
-		# shellcheck disable=SC2016 # an unfilled $(FIELD) placeholder
-		case "$origin" in '$('*) origin= ;; esac
-		# shellcheck disable=SC2016
-		case "$label" in '$('*) label= ;; esac
-		if [ "$origin" = Debian ]; then
-			case "$label" in
-			Debian) main=${main:-$uri} ;;
-			Debian-Security) sec=${sec:-$uri} ;;
-			esac
-		elif [ -z "$origin" ]; then
-			case "$uri" in
-			*/debian/) main=${main:-$uri} ;;
-			*/debian-security/) sec=${sec:-$uri} ;;
-			esac
-		fi
-	done
-}
+# archive_uris, apt_private
+# shellcheck source=selftests/vm/apt-private.sh
+. "$here/apt-private.sh"
 
 # apt source lines per kernel series: the Debian release that ships it,
 # from the archive (and for bullseye its security archive, if this machine
@@ -109,25 +66,12 @@ fetch_one() {
 		return 0
 	fi
 	start=$(date +%s)
-	mkdir -p "$a/lists/partial" "$a/archives/partial" "$a/etc"
+	mkdir -p "$a/etc"
 	sources_for "$ver" > "$a/etc/sources.list" || die "unknown kernel series '$ver' (known: 5.10 7.2)"
 	log "$pkg: from $(awk '{ print $(NF - 2), $(NF - 1) }' "$a/etc/sources.list" | tr '\n' ' ')"
 	: > "$a/status"
-	local opts=(
-		-o "Dir::State=$a"
-		-o "Dir::State::Lists=$a/lists"
-		-o "Dir::State::status=$a/status"
-		-o "Dir::Cache=$a"
-		-o "Dir::Cache::archives=$a/archives"
-		-o "Dir::Cache::pkgcache="
-		-o "Dir::Cache::srcpkgcache="
-		-o "Dir::Etc::SourceList=$a/etc/sources.list"
-		-o "Dir::Etc::SourceParts=/dev/null"
-		-o "Debug::NoLocking=1"
-		-o "Acquire::Languages=none"
-		-o "APT::Get::List-Cleanup=0"
-		-o "APT::Sandbox::User=root"
-	)
+	apt_private "$a"
+	local opts=("${APT_PRIVATE[@]}")
 	log "$pkg: apt-get update (private lists in $a)"
 	apt-get -q "${opts[@]}" update >&2 || die "apt-get update failed"
 	if [ -n "$dry" ]; then

@@ -10,8 +10,8 @@
 # list, see suite_list).  Uses run.sh's settings: UB (userspace build
 # dir), KARCH, cross, mode, kname, filter, stress, stress_timeout,
 # suite_timeout, fallback_pass, have_mod, moddir, scale_base, result_dev,
-# bench_args, bench_profile, scale_args, scale_churn, scale_profile,
-# bench_classic, attach_profile, classic_first, B; and die().
+# mpi_bench_args, bench_args, bench_profile, scale_args, scale_churn,
+# scale_profile, bench_classic, attach_profile, classic_first, B; and die().
 # shellcheck shell=bash disable=SC2154 # run.sh's settings
 
 # copy_shlibs ROOT FILE: the dynamic loader and the libraries ldd resolves
@@ -160,6 +160,41 @@ stress_settings() {
 	echo "${words# }"
 }
 
+# The installed Debian packages whose files the --mpi guest gets: Open MPI
+# as Debian's openmpi-bin runs it and UCX with ucx_info; the libraries
+# their programs and plugins load come with them (copy_shlibs).
+MPI_PKGS="openmpi-bin openmpi-common libopenmpi3 libpmix2 libucx0 ucx-utils libhwloc15"
+
+# is_elf FILE: FILE starts with the ELF magic.
+is_elf() {
+	[ "$(head -c 4 "$1" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ]
+}
+
+# mpi_payload ROOT: MPI_PKGS' files (not their documentation) at their
+# paths, each ELF file's libraries, libucx0-xpmem (built by
+# debian/ucx/build.sh, unpacked) and /tools/xpmem-mpi-bench.
+mpi_payload() {
+	local root=$1 p f deb
+	[ "$KARCH" = x86_64 ] || die "--mpi: x86_64 kernels only"
+	[ -x "$UB/tools/xpmem-mpi-bench" ] ||
+		die "$UB/tools/xpmem-mpi-bench missing (make mpi-bench; needs mpicc: selftests/vm/deps.sh)"
+	for p in $MPI_PKGS; do
+		[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" = "ii " ] ||
+			die "--mpi: $p is not installed (selftests/vm/deps.sh test)"
+		while IFS= read -r f; do
+			case "$f" in /usr/share/doc/* | /usr/share/man/* | /usr/share/lintian/*) continue ;; esac
+			[ -f "$f" ] || [ -L "$f" ] || continue
+			mkdir -p "$root$(dirname "$f")"
+			cp -P "$f" "$root$f"
+			if [ ! -L "$f" ] && is_elf "$f"; then copy_shlibs "$root" "$f"; fi
+		done < <(dpkg -L "$p")
+	done
+	deb=$(debian/ucx/build.sh -o "$B/pkg") || die "--mpi: debian/ucx/build.sh failed"
+	dpkg-deb -x "$deb" "$root"
+	cp "$UB/tools/xpmem-mpi-bench" "$root/tools/"
+	copy_shlibs "$root" "$UB/tools/xpmem-mpi-bench"
+}
+
 # pack_initramfs ROOT IMAGE: fill ROOT (emptied first) and pack it into
 # IMAGE (gzip'd newc cpio); ROOT/etc/xpmem-suites.txt is the suite list.
 pack_initramfs() {
@@ -194,6 +229,7 @@ pack_initramfs() {
 		if [ "$d" = tools ]; then copy_shlibs "$root" "$UB/$d/$n"; fi
 	done
 	cp -P "$UB"/lib/libxpmem.so* "$root/lib/" 2>/dev/null || true
+	[ "$mode" != mpi ] || mpi_payload "$root"
 	cat > "$root/etc/passwd" <<'EOP'
 root:x:0:0:root:/tmp:/bin/sh
 alice:x:1000:1000:test user:/tmp:/bin/sh
@@ -216,6 +252,7 @@ EOG
 		echo "KERNEL_NAME='$kname'"
 		echo "SUITE_FILTER='$filter'"
 		echo "BENCH_ARGS='$bench_args'"
+		echo "MPI_BENCH_ARGS='$mpi_bench_args'"
 		echo "BENCH_PROFILE='$bench_profile'"
 		echo "SCALE_ARGS='$scale_args'"
 		echo "SCALE_CHURN=$scale_churn"

@@ -21,7 +21,8 @@
 #   - kmemleak (debug kernel): each leaked object involving xpmem fails;
 #   - VM wall-clock timeout or a VM that never reports DONE fails;
 #   - --demo: each "xpmem-demo: SUCCESS" passes, a reported failure fails;
-#     --bench and --scale: what selftests/vm/report.sh counts.
+#     --bench and --scale: what selftests/vm/report.sh counts; --mpi: the
+#     guest's RESULT lines (init-modes.sh, mode_mpi).
 set -euo pipefail
 
 vm=$(cd "$(dirname "$0")" && pwd)
@@ -120,6 +121,31 @@ judge_demo() {
 	fi
 }
 
+# judge_mpi: the --mpi mode's RESULT lines (selftests/vm/init-modes.sh,
+# mode_mpi); the benchmark's framed tables and CSVs into
+# BENCH_DIR/KERNEL.mpi-{sm,xpmem}.{txt,csv}.
+judge_mpi() {
+	local what st l
+	for what in insmod ucx_info_xpmem mpi_bench_sm mpi_transfers_xpmem rmmod; do
+		st=$(sed -n "s/^@@XPMEM RESULT $what //p" "$res" | tail -n 1)
+		case "$st" in
+		ok) echo "  ok    $what"; pass=$((pass + 1)) ;;
+		fail) bad "$what" ;;
+		*) bad "$what: not reported by the VM" ;;
+		esac
+	done
+	st=$(sed -n 's/^@@XPMEM INFO mpi_finalize_xpmem //p' "$res" | tail -n 1)
+	echo "  info  UCX_TLS=self,xpmem: mpirun ${st:-not run} (not counted: Open MPI 4.1's osc ucx flushes endpoints of exited peers in MPI_Finalize)"
+	mkdir -p "$BENCH_DIR"
+	for l in sm xpmem; do
+		sed -n "/^@@XPMEM MPI-TABLE-BEGIN $l\$/,/^@@XPMEM MPI-TABLE-END $l /{/^@@XPMEM/!p}" "$res" \
+			>"$BENCH_DIR/$KNAME.mpi-$l.txt"
+		sed -n "/^@@XPMEM MPI-CSV-BEGIN $l\$/,/^@@XPMEM MPI-CSV-END $l\$/{/^@@XPMEM/!p}" "$res" \
+			>"$BENCH_DIR/$KNAME.mpi-$l.csv"
+	done
+	echo "  info  tables and CSV: $BENCH_DIR/$KNAME.mpi-{sm,xpmem}.{txt,csv}"
+}
+
 # judge_report: bench and scale reports (selftests/vm/report.sh), with
 # their counts.
 judge_report() {
@@ -193,6 +219,7 @@ case "$MODE" in
 check) judge_suites ;;
 demo) judge_demo ;;
 bench | scale) judge_report ;;
+mpi) judge_mpi ;;
 esac
 grep -q '^@@XPMEM DONE' "$res" || bad "VM did not report DONE (crashed, hung or panicked?)"
 judge_console

@@ -8,7 +8,10 @@
 # temporary directory; logs go to OUTDIR/logs/<name>.log.  Counting follows
 # the kselftest "# Totals:" line; a suite that crashes, times out, exits
 # non-zero without a counted failure, or prints no Totals line counts as one
-# failure.  Writes "PASS FAIL SKIP SECONDS" to OUTDIR/result.
+# failure.  Then, where Open MPI's mpirun and the build's
+# tools/xpmem-mpi-bench exist, the benchmark on two ranks with small sizes
+# (whatever transport the MPI library picks; every byte is checked) counts
+# as one test.  Writes "PASS FAIL SKIP SECONDS" to OUTDIR/result.
 set -euo pipefail
 
 [ $# -ge 1 ] || { echo "usage: $0 OUTDIR [TEST...]" >&2; exit 1; }
@@ -60,6 +63,26 @@ for t in "$@"; do
 		echo "  ok    $line"
 	fi
 done
+# mpi_bench: xpmem-mpi-bench, 8 B to 64 KiB, 3 iterations a size.
+mpi_bench() {
+	local bench=$build_dir/tools/xpmem-mpi-bench log=$out/logs/xpmem-mpi-bench.log rc=0
+	if [ ! -x "$bench" ] || ! command -v mpirun >/dev/null; then
+		echo "  skip  xpmem-mpi-bench: no mpirun or no $bench (make mpi-bench)"
+		skip=$((skip + 1))
+		return 0
+	fi
+	timeout -k 5 "$suite_timeout" mpirun --allow-run-as-root --oversubscribe -np 2 \
+		"$bench" -m 64K -n 3 > "$log" 2>&1 || rc=$?
+	if [ "$rc" = 0 ] && grep -q '^# every transfer checked' "$log"; then
+		echo "  ok    xpmem-mpi-bench: 2 ranks, 8 B to 64 KiB, every byte checked"
+		pass=$((pass + 1))
+	else
+		bad "xpmem-mpi-bench (rc=$rc), log $log"
+		tail -n 15 "$log" | sed 's/^/          /'
+	fi
+}
+mpi_bench
+
 secs=$(( $(date +%s) - t0 ))
 echo "$pass $fail $skip $secs" > "$out/result"
 echo "== host: $pass passed, $fail failed, $skip skipped (${secs}s)"

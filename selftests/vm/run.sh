@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: selftests/vm/run.sh [--demo|--bench|--scale] KERNEL [SUITE-FILTER...]
+# Usage: selftests/vm/run.sh [--demo|--bench|--scale|--mpi] KERNEL [SUITE-FILTER...]
 #
 # Boot one test kernel in QEMU (TCG) and run the selftests in it.
 #   KERNEL        debian-6.1 | debian-6.12 | debug-6.12 | bullseye-5.10 |
@@ -32,6 +32,19 @@
 #                 spends its time (selftests/vm/inval-profile.sh).  Output:
 #                 build/bench/KERNEL.scale[-base].{txt,csv,svg},
 #                 KERNEL.scale[-base].profile.txt
+#   --mpi         Debian's Open MPI over UCX's xpmem transport (x86_64):
+#                 the guest gets the files of this machine's openmpi-bin,
+#                 libopenmpi3, libucx0, ucx-utils (and the libraries they
+#                 load) and libucx0-xpmem (debian/ucx/build.sh); with the
+#                 module loaded it checks that ucx_info -d lists the xpmem
+#                 transport and runs xpmem-mpi-bench (options from
+#                 MPI_BENCH_ARGS, default "-m 1M -n 10") on two ranks under
+#                 mpirun --mca pml ucx, with UCX_TLS=sm,self and
+#                 self,xpmem (init-modes.sh, mode_mpi, says what counts);
+#                 tables and CSV: build/bench/KERNEL.mpi-{sm,xpmem}.{txt,csv};
+#                 needs a kernel with IPv4 (Open MPI's PMIx listens on
+#                 loopback): Debian's kernels, not the ones built from
+#                 base.config, which has no CONFIG_INET
 #
 # Steps: build xpmem.ko for KERNEL in build/mod/KERNEL; pack a busybox
 # initramfs (selftests/vm/initramfs.sh: init = selftests/vm/init.sh, the
@@ -81,6 +94,7 @@ case "${1:-}" in
 --demo) mode=demo; shift ;;
 --bench) mode=bench; shift ;;
 --scale) mode=scale; shift ;;
+--mpi) mode=mpi; shift ;;
 esac
 [ $# -ge 1 ] || { sed -n '2,34p' "$0" >&2; exit 1; }
 kname=$1; shift
@@ -160,6 +174,9 @@ if [ -n "$scale_base" ]; then
 	git rev-parse --verify -q "$scale_base^{commit}" >/dev/null ||
 		die "SCALE_BASE: '$scale_base' is not a commit of this repository"
 fi
+mpi_bench_args=${MPI_BENCH_ARGS:--m 1M -n 10}
+[[ "$mpi_bench_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
+	die "MPI_BENCH_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$mpi_bench_args'"
 bench_args=${BENCH_ARGS:-}
 [[ "$bench_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
 	die "BENCH_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$bench_args'"
@@ -359,6 +376,7 @@ boot() {
 write_run_env() {
 	local v n
 	for v in mode:MODE kname:KNAME qrc:QRC vm_timeout:VM_TIMEOUT wall:WALL \
+		mpi_bench_args:MPI_BENCH_ARGS \
 		have_mod:HAVE_MOD smp:SMP mem:MEM bench_args:BENCH_ARGS \
 		bench_profile:BENCH_PROFILE scale_args:SCALE_ARGS \
 		scale_churn:SCALE_CHURN scale_profile:SCALE_PROFILE scale_base:SCALE_BASE \
