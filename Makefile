@@ -92,7 +92,7 @@ endif
 .DEFAULT_GOAL := all
 FORCE:
 .PHONY: FORCE all userspace lib tests tools module modules host-build host-tests check \
-	demo bench deps deps-test arm64 sparse checkpatch w1 install install-lib install-tools \
+	demo bench bench-classic deps deps-test arm64 sparse checkpatch w1 install install-lib install-tools \
 	install-man install-module-conf install-dkms-src dkms-src dist uninstall clean \
 	distclean help debug-kernel man-check pkg-check doc-check ucx-module \
 	mpi-bench
@@ -127,6 +127,7 @@ help:
 	@echo "make arm64         library, tools and selftests cross-built for arm64 in $(B)/arm64"
 	@echo "make demo          boot debian-6.1 and run the owner/attacher demo"
 	@echo "make bench         xpmem-bench, then xpmem-scale, in the first of KERNELS (BENCH_ARGS=..., SCALE_ARGS=...)"
+	@echo "make bench-classic CLASSIC=DIR   xpmem-bench -c against another libxpmem (DIR/include, DIR/lib/.libs)"
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
 	@echo "make man-check | pkg-check  man pages; Debian packages (as root)"
@@ -293,6 +294,23 @@ $(B)/tools/xpmem-scale: $(SCALE_OBJS)
 $(B)/tools/%.o: tools/%.c
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# xpmem-bench's -c mode linked against another implementation's libxpmem
+# (CLASSIC=OUTDIR of a build that left include/xpmem.h and
+# lib/.libs/libxpmem.a there, e.g. openucx/xpmem's), statically, for a
+# comparison in one VM boot (selftests/vm/run.sh --bench, BENCH_CLASSIC).
+# Only the files that make classic calls alone are in it (bench.h).
+CLASSIC_BENCH_SRCS := tools/xpmem-bench.c $(addprefix tools/bench/,util.c metrics.c output.c cycle.c)
+CLASSIC_BENCH      := $(B)/classic/xpmem-bench-classic
+
+bench-classic: $(CLASSIC_BENCH)
+
+$(CLASSIC_BENCH): $(CLASSIC_BENCH_SRCS) tools/bench/bench.h FORCE
+	@[ -f "$(CLASSIC)/include/xpmem.h" ] && [ -f "$(CLASSIC)/lib/.libs/libxpmem.a" ] || \
+		{ echo "bench-classic: CLASSIC=<dir with include/xpmem.h and lib/.libs/libxpmem.a>" >&2; exit 1; }
+	@mkdir -p $(@D)
+	$(CC) -I$(CLASSIC)/include -DXPMEM_BENCH_CLASSIC $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) \
+		$(LDFLAGS) -static -o $@ $(CLASSIC_BENCH_SRCS) $(CLASSIC)/lib/.libs/libxpmem.a
 
 # ---------------------------------------------------------------- host tests -
 # lib_* and host_* suites, dynamically linked, ASan+UBSan, library objects

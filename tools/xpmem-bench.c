@@ -16,6 +16,11 @@
  * stdout, the first-touch target ratios at 64 MiB and, with -o, writes a CSV
  * (kind,size,metric,median,min,max,unit).  Progress goes to stderr.
  *
+ * With -c it measures instead what a registration-cache miss costs
+ * (attach a window, touch it, detach; tools/bench/cycle.c).  Built with
+ * XPMEM_BENCH_CLASSIC (xpmem-bench-classic, against another
+ * implementation's libxpmem) it has only that mode.
+ *
  * This file is the options and the run; the rest is in tools/bench/
  * (bench.h lists its files).
  */
@@ -37,6 +42,8 @@
 #endif
 
 static const char default_sizes[] = "4K,64K,1M,16M,64M,256M";
+static const char default_cycle_sizes[] = "4K,64K,1M,4M";
+#define MAX_OWNER_VMAS	60000	/* below vm.max_map_count's default */
 /* without 4K, where a page is larger */
 static const char default_sizes_large[] = "64K,1M,16M,64M,256M";
 
@@ -44,6 +51,7 @@ static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 		"usage: %s [-s SIZES] [-r repeats] [-m KINDS] [-o file.csv] [-h]\n"
+		"       %s -c [-w] [-v N] [-s SIZES] [-r repeats] [-m KINDS] [-o file.csv]\n"
 		"  -s SIZES    comma-separated sizes, each a multiple of 4K from 4K to 64G,\n"
 		"              with a suffix K, M or G (a bare number is MiB);\n"
 		"              default %s\n"
@@ -52,11 +60,17 @@ static void usage(FILE *f, const char *prog)
 		"              (xpmem_ext_alloc); anon means 4k,thp,hugetlb; default anon\n"
 		"              on the kernel backend, alloc on the shm backend\n"
 		"  -o FILE     also write the results as CSV to FILE\n"
+		"  -c          registration-cache miss cycles instead: attach a window\n"
+		"              of each size (default %s, at most 64M), touch one byte\n"
+		"              a page, detach; kinds 4k and thp (the default)\n"
+		"  -w          with -c: the touch writes (default: reads)\n"
+		"  -v N        with -c: each owner maps N more pages apart first\n"
+		"              (0..%d, default 0), as a process of many mappings\n"
 		"  -h, --help  this help\n"
 		"Timings are wall-clock: under emulation (QEMU TCG) compare only the\n"
 		"ratios within one run.\n",
-		prog, PAGE > 4096 ? default_sizes_large : default_sizes,
-		MAX_REPEATS);
+		prog, prog, PAGE > 4096 ? default_sizes_large : default_sizes,
+		MAX_REPEATS, default_cycle_sizes, MAX_OWNER_VMAS);
 }
 
 /* A size list like "4K,64K,1M": 0, or -1 with a message. */
@@ -153,8 +167,45 @@ static long parse_count(const char *opt, const char *arg, long min, long max)
 /* What the command line asks for besides @run's kinds, sizes and repeats. */
 struct options {
 	const char *kinds;	/* -m as given, or NULL: the backend's default */
+	const char *sizes;	/* -s as given, or NULL: the mode's default */
 	const char *csv;	/* -o, or NULL */
+	int cycle;		/* -c */
+	int write;		/* -w */
+	int owner_vmas;		/* -v, or -1 */
 };
+
+/*
+ * The -c mode's defaults and limits on @run: -1 to go on, else 2 (a
+ * usage error, said).
+ */
+static int check_cycle_options(struct run *run, struct options *o)
+{
+	int i;
+
+	if (!o->cycle) {
+		if (!o->write && o->owner_vmas < 0)
+			return -1;
+		fprintf(stderr, "xpmem-bench: -w and -v go with -c\n");
+		return 2;
+	}
+	if (o->owner_vmas < 0)
+		o->owner_vmas = 0;
+	if (!o->sizes)
+		parse_sizes(default_cycle_sizes, run);
+	if (!o->kinds)
+		parse_kinds("4k,thp", run);
+	for (i = 0; i < run->nkinds; i++)
+		if (run->kinds[i] != K_4K && run->kinds[i] != K_THP) {
+			fprintf(stderr, "xpmem-bench: -c: kinds 4k and thp only\n");
+			return 2;
+		}
+	for (i = 0; i < run->nsizes; i++)
+		if (run->sizes[i] > TARGET_SIZE) {
+			fprintf(stderr, "xpmem-bench: -c: sizes up to 64M only\n");
+			return 2;
+		}
+	return -1;
+}
 
 /*
  * parse_options - the command line into @run and @o.  Returns -1 to go
@@ -170,11 +221,24 @@ static int parse_options(int argc, char **argv, struct run *run,
 		usage(stdout, argv[0]);
 		return 0;
 	}
-	while ((opt = getopt(argc, argv, ":s:r:m:o:h")) != -1) {
+	while ((opt = getopt(argc, argv, ":s:r:m:o:cwv:h")) != -1) {
 		switch (opt) {
 		case 's':
 			if (parse_sizes(optarg, run))
 				return 2;
+			o->sizes = optarg;
+			break;
+		case 'c':
+			o->cycle = 1;
+			break;
+		case 'w':
+			o->write = 1;
+			break;
+		case 'v':
+			v = parse_count("-v", optarg, 0, MAX_OWNER_VMAS);
+			if (v < 0)
+				return 2;
+			o->owner_vmas = v;
 			break;
 		case 'r':
 			v = parse_count("-r", optarg, 1, MAX_REPEATS);
@@ -218,9 +282,10 @@ static int parse_options(int argc, char **argv, struct run *run,
 		usage(stderr, argv[0]);
 		return 2;
 	}
-	return -1;
+	return check_cycle_options(run, o);
 }
 
+#ifndef XPMEM_BENCH_CLASSIC
 /* The run's first lines: what is measured where, and how to read it. */
 static void print_header(const struct run *run, int backend,
 			 const char *reason)
@@ -275,20 +340,74 @@ static int run_all(struct run *run)
 	return err;
 }
 
+/*
+ * The default mode: every kind and size, the table, the targets and the
+ * CSV (to @csvf, closed here).  Returns the exit status.
+ */
+static int run_default(struct run *run, const struct options *o, FILE *csvf)
+{
+	const char *reason = "";
+	int backend, err;
+	double t0, t;
+
+	backend = xpmem_ext_backend(&reason);
+	if (backend == XPMEM_EXT_BACKEND_NONE) {
+		fprintf(stderr, "xpmem-bench: no xpmem backend: %s\n", reason);
+		return 1;
+	}
+	if (!o->kinds)
+		parse_kinds(backend == XPMEM_EXT_BACKEND_KERNEL ? "anon" : "alloc",
+			    run);
+	stats_find();
+	print_header(run, backend, reason);
+	t0 = now_ns();
+	err = run_all(run);
+	t = (now_ns() - t0) / 1e9;
+	print_table(run);
+	print_targets(run);
+	printf("\nxpmem-bench: %s in %.0f s\n", err ? "FAILED" : "done", t);
+	if (csvf && (write_csv(run, csvf) | fclose(csvf))) {
+		fprintf(stderr, "xpmem-bench: writing %s: %s\n", o->csv,
+			strerror(errno));
+		err = 1;
+	}
+	return err ? 1 : 0;
+}
+#endif /* !XPMEM_BENCH_CLASSIC */
+
+/* -c: the miss cycles; the CSV to @csvf (closed here).  The exit status. */
+static int run_cycles(struct run *run, const struct options *o, FILE *csvf)
+{
+	struct cycle_opts co = { .run = run, .write = o->write,
+				 .owner_vmas = o->owner_vmas };
+	int err = cycle_run(&co, csvf);
+
+	if (csvf && fclose(csvf)) {
+		fprintf(stderr, "xpmem-bench: writing %s: %s\n", o->csv,
+			strerror(errno));
+		err = 1;
+	}
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct run run;
-	struct options o = { NULL, NULL };
-	const char *reason = "";
+	struct options o = { .owner_vmas = -1 };
 	FILE *csvf = NULL;
-	int backend, err;
-	double t0, t;
+	int err;
 
 	run.repeats = 5;
 	parse_sizes(PAGE > 4096 ? default_sizes_large : default_sizes, &run);
 	err = parse_options(argc, argv, &run, &o);
 	if (err >= 0)
 		return err;
+#ifdef XPMEM_BENCH_CLASSIC
+	if (!o.cycle) {
+		fprintf(stderr, "xpmem-bench: this build (the classic library) has only -c\n");
+		return 2;
+	}
+#endif
 	signal(SIGPIPE, SIG_IGN);	/* a dead attacher is an error, not a kill */
 	if (o.csv) {
 		csvf = fopen(o.csv, "we");
@@ -297,28 +416,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	backend = xpmem_ext_backend(&reason);
-	if (backend == XPMEM_EXT_BACKEND_NONE) {
-		fprintf(stderr, "xpmem-bench: no xpmem backend: %s\n", reason);
-		return 1;
-	}
-	if (!o.kinds)
-		parse_kinds(backend == XPMEM_EXT_BACKEND_KERNEL ? "anon" : "alloc",
-			    &run);
-	stats_find();
-	print_header(&run, backend, reason);
-	t0 = now_ns();
-	err = run_all(&run);
-	t = (now_ns() - t0) / 1e9;
-	print_table(&run);
-	print_targets(&run);
-	printf("\nxpmem-bench: %s in %.0f s\n", err ? "FAILED" : "done", t);
-	if (csvf) {
-		if (write_csv(&run, csvf) | fclose(csvf)) {
-			fprintf(stderr, "xpmem-bench: writing %s: %s\n", o.csv,
-				strerror(errno));
-			err = 1;
-		}
-	}
-	return err ? 1 : 0;
+	if (o.cycle)
+		return run_cycles(&run, &o, csvf);
+#ifndef XPMEM_BENCH_CLASSIC
+	return run_default(&run, &o, csvf);
+#endif
 }

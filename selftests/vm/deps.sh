@@ -14,7 +14,9 @@
 #             debug kernel), sparse, liburing-dev, packaging tools (Debian
 #             and RPM), what the UCX module package needs (libucx-dev,
 #             ucx-utils, libnuma-dev, autotools: debian/ucx/build.sh) and
-#             Open MPI (the MPI benchmark, xpmem-mpi-bench)
+#             Open MPI (the MPI benchmark, xpmem-mpi-bench); autotools also
+#             build the other implementation run.sh --bench's BENCH_CLASSIC
+#             compares with
 #   arm64     test, plus what the arm64 kernels (arm64-6.12, arm64-6.12-64k)
 #             need: the arm64 architecture in dpkg (multiarch), the cross
 #             compiler, qemu-system-arm and liburing-dev:arm64 (the

@@ -2,14 +2,16 @@
 # Usage: . /init-modes.sh   (sourced by /init, init.sh, in the test VM for
 #        MODE demo, bench, scale or mpi; then run_mode)
 #
-# What the VM runs instead of the suites in run.sh's --demo, --bench,
-# --scale and --mpi modes.  Uses init.sh's settings (BENCH_*, SCALE_*) and helpers
-# (say, rec, unload_module) and the result channel R; each mode ends with
-# finish (DONE, power off).
+# What the VM runs instead of the suites in run.sh's --demo, --bench (with
+# BENCH_CLASSIC: mode_classic), --scale and --mpi modes.  Uses init.sh's
+# settings (BENCH_*, SCALE_*, ATTACH_PROFILE) and helpers (say, rec,
+# unload_module) and the result channel R; each mode ends with finish
+# (DONE, power off).
 # shellcheck shell=dash
 
 # Defaults of the settings /etc/xpmem-run.conf gives.
 : "${BENCH_ARGS=}" "${MPI_BENCH_ARGS=}" "${BENCH_PROFILE=}" "${SCALE_ARGS=}" "${SCALE_CHURN=0}" "${SCALE_PROFILE=0}"
+: "${BENCH_CLASSIC=0}" "${ATTACH_PROFILE=0}" "${CLASSIC_FIRST=0}"
 
 # bench_profile: with BENCH_PROFILE set, run fault-profile.sh with it and
 # send its report to the result channel between @@XPMEM BENCH-PROFILE lines.
@@ -84,6 +86,55 @@ mode_demo() {
 		fi
 		say "demo (fallback) exit status $?"
 	fi
+}
+
+# mode_classic: xpmem-bench -c (BENCH_ARGS) with this module, then
+# xpmem-bench-classic -c with the other implementation's (the other way
+# round with CLASSIC_FIRST=1), in this boot;
+# with ATTACH_PROFILE=1 attach-profile.sh with each (4k and thp owner
+# pages, 4 MiB windows).  Tables, CSV and profiles go to the result
+# channel between @@XPMEM CYCLES-*-BEGIN/END and ATTACH-PROFILE-BEGIN/END
+# <label> lines (label new or classic).
+mode_classic() {
+	order="new classic"
+	[ "$CLASSIC_FIRST" = 1 ] && order="classic new"
+	for l in $order; do
+		ko=/xpmem.ko bench=/tools/xpmem-bench
+		[ "$l" = classic ] && ko=/xpmem-classic.ko bench=/xpmem-bench-classic
+		say "---- bench: $bench -c $BENCH_ARGS, module $ko ----"
+		if ! insmod $ko; then
+			say "insmod $ko failed"
+			continue
+		fi
+		t0=$(date +%s)
+		# shellcheck disable=SC2086 # BENCH_ARGS is a word list
+		(cd /tmp && XPMEM_BACKEND=kernel $bench -c $BENCH_ARGS \
+			-o /tmp/cycles.csv > /tmp/cycles.txt)
+		rc=$?
+		say "$bench -c exit status $rc after $(( $(date +%s) - t0 ))s"
+		cat /tmp/cycles.txt
+		{
+			echo "@@XPMEM CYCLES-TABLE-BEGIN $l"
+			cat /tmp/cycles.txt
+			echo "@@XPMEM CYCLES-TABLE-END $l rc=$rc"
+			echo "@@XPMEM CYCLES-CSV-BEGIN $l"
+			cat /tmp/cycles.csv 2>/dev/null
+			echo "@@XPMEM CYCLES-CSV-END $l"
+		} > "$R"
+		if [ "$ATTACH_PROFILE" = 1 ]; then
+			: > /tmp/aprof.txt
+			for k in 4k thp; do
+				/attach-profile.sh $bench $k 4M >> /tmp/aprof.txt 2>&1
+			done
+			cat /tmp/aprof.txt
+			{
+				echo "@@XPMEM ATTACH-PROFILE-BEGIN $l"
+				cat /tmp/aprof.txt
+				echo "@@XPMEM ATTACH-PROFILE-END $l"
+			} > "$R"
+		fi
+		unload_module && say "module $ko unloaded"
+	done
 }
 
 # mode_bench: one xpmem-bench run with the module: the table goes to the
@@ -243,7 +294,8 @@ mode_mpi() {
 run_mode() {
 	case "$MODE" in
 	demo) mode_demo ;;
-	bench) mode_bench ;;
+	bench)
+		if [ "$BENCH_CLASSIC" = 1 ]; then mode_classic; else mode_bench; fi ;;
 	scale) mode_scale ;;
 	mpi) mode_mpi ;;
 	esac

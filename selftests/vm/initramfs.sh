@@ -3,15 +3,15 @@
 #
 # The test VM's busybox initramfs: /init (init.sh, with init-modes.sh and
 # the profile scripts beside it), xpmem.ko (and xpmem-base.ko for
-# SCALE_BASE), the selftests and tools of this build with the shared
+# SCALE_BASE; xpmem-classic.ko and xpmem-bench-classic for
+# BENCH_CLASSIC), the selftests and tools of this build with the shared
 # libraries they need, /etc/passwd and /etc/group with the test users,
 # /etc/xpmem-run.conf (the settings) and /etc/xpmem-suites.txt (the suite
 # list, see suite_list).  Uses run.sh's settings: UB (userspace build
 # dir), KARCH, cross, mode, kname, filter, stress, stress_timeout,
 # suite_timeout, fallback_pass, have_mod, moddir, scale_base, result_dev,
-# mpi_bench_args, B,
-# bench_args, bench_profile, scale_args, scale_churn, scale_profile; and
-# die().
+# mpi_bench_args, bench_args, bench_profile, scale_args, scale_churn,
+# scale_profile, bench_classic, attach_profile, classic_first, B; and die().
 # shellcheck shell=bash disable=SC2154 # run.sh's settings
 
 # copy_shlibs ROOT FILE: the dynamic loader and the libraries ldd resolves
@@ -207,11 +207,17 @@ pack_initramfs() {
 		cp /bin/busybox "$root/bin/busybox"
 	fi
 	cp $vm/init.sh "$root/init"
-	cp $vm/init-modes.sh $vm/trace-lib.sh $vm/fault-profile.sh $vm/inval-profile.sh "$root/"
-	chmod 0755 "$root/init" "$root/fault-profile.sh" "$root/inval-profile.sh"
+	cp $vm/init-modes.sh $vm/trace-lib.sh $vm/fault-profile.sh $vm/inval-profile.sh \
+		$vm/attach-profile.sh "$root/"
+	chmod 0755 "$root/init" "$root/fault-profile.sh" "$root/inval-profile.sh" \
+		"$root/attach-profile.sh"
 	mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
 	[ "$have_mod" = 1 ] && cp "$moddir/xpmem.ko" "$root/xpmem.ko"
 	[ -n "$scale_base" ] && cp "$moddir.base/xpmem.ko" "$root/xpmem-base.ko"
+	if [ -n "$bench_classic" ]; then
+		cp "$B/classic/$kname/kernel/xpmem.ko" "$root/xpmem-classic.ko"
+		cp "$B/classic/xpmem-bench-classic" "$root/xpmem-bench-classic"
+	fi
 	# Only binaries whose source still exists (no stale suites from old
 	# builds); every one must be built.
 	for c in selftests/*.c tools/*.c; do
@@ -251,6 +257,9 @@ EOG
 		echo "SCALE_ARGS='$scale_args'"
 		echo "SCALE_CHURN=$scale_churn"
 		echo "SCALE_PROFILE=$scale_profile"
+		echo "BENCH_CLASSIC=$([ -n "$bench_classic" ] && echo 1 || echo 0)"
+		echo "ATTACH_PROFILE=$attach_profile"
+		echo "CLASSIC_FIRST=$classic_first"
 		echo "RESULT_DEV=$result_dev"
 	} > "$root/etc/xpmem-run.conf"
 	(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 > "$image"

@@ -10,6 +10,9 @@
 #   bench: KERNEL.txt (table), KERNEL.csv, KERNEL.svg (gnuplot, if
 #          installed: tools/xpmem-bench-plot.sh), and with BENCH_PROFILE
 #          KERNEL.profile.txt (selftests/vm/fault-profile.sh's table);
+#   bench with BENCH_CLASSIC: KERNEL.cycles.{txt,csv} (this module),
+#          KERNEL.cycles-classic.{txt,csv}, KERNEL.cycles-compare.txt (the
+#          two side by side), with ATTACH_PROFILE=1 KERNEL.attach-profile.txt;
 #   scale: KERNEL.scale[-base].{txt,csv,svg}, and with SCALE_PROFILE=1
 #          KERNEL.scale[-base].profile.txt (inval-profile.sh's table).
 # Prints the tables and one "  ok" or "  FAIL" line per report, and writes
@@ -93,6 +96,56 @@ report_bench() {
 		"xpmem-bench, $KNAME ($KIMAGE_NAME), QEMU TCG, $SMP cpus" xpmem-bench-plot.sh
 }
 
+# report_classic: --bench with BENCH_CLASSIC: the miss cycles of this
+# module (new) and the other (classic), their CSVs joined side by side
+# with ratios, and the ATTACH_PROFILE profiles.
+report_classic() {
+	local l stem src cmp=$bench_dir/$KNAME.cycles-compare.txt
+	for l in new classic; do
+		stem=$bench_dir/$KNAME.cycles
+		[ "$l" = classic ] && stem=$stem-classic
+		src=$(sed -n "s/^@@XPMEM CYCLES-TABLE-END $l rc=\([0-9]*\).*/\1/p" "$res" | tail -n 1)
+		{
+			echo "# selftests/vm/run.sh --bench $KNAME, BENCH_CLASSIC: the $l module," \
+				"$KIMAGE_NAME, QEMU TCG, $SMP cpus, $MEM MiB, BENCH_ARGS='$BENCH_ARGS'," \
+				"$now, VM wall time ${WALL}s (one boot for both modules)"
+			block "@@XPMEM CYCLES-TABLE-BEGIN $l" "@@XPMEM CYCLES-TABLE-END $l"
+		} > "$stem.txt"
+		block "@@XPMEM CYCLES-CSV-BEGIN $l" "@@XPMEM CYCLES-CSV-END $l" > "$stem.csv"
+		sed 's/^/  | /' "$stem.txt"
+		if [ "$src" = 0 ] && [ "$(wc -l < "$stem.csv")" -ge 2 ]; then
+			echo "  ok    xpmem-bench -c [$l]: $stem.txt, $stem.csv"
+			pass=$((pass + 1))
+		else
+			bad "xpmem-bench -c [$l] failed or did not finish (status '${src:-none}', see $out/console.log)"
+		fi
+	done
+	{
+		echo "# $KNAME, one boot: xpmem-bench -c medians (us) with this module and the" \
+			"classic one; ratio = this / classic (below 1: this one is faster); $now"
+		awk -F, 'function lbl(b) { return b % 1048576 ? b / 1024 "K" : b / 1048576 "M" }
+			FNR == 1 { f++; next }
+			{ k = $1 "," $2 "," $3; v[f, k] = $4; if (f == 1) keys[++n] = k }
+			END {
+				printf "%-5s %-7s %-15s %12s %12s %8s\n", "kind", "size", "metric", "this", "classic", "ratio"
+				for (i = 1; i <= n; i++) {
+					split(keys[i], p, ",")
+					c = v[2, keys[i]]
+					printf "%-5s %-7s %-15s %12.1f %12s %8s\n", p[1], lbl(p[2]), p[3], v[1, keys[i]],
+						(c == "" ? "-" : sprintf("%.1f", c)), (c > 0 ? sprintf("%.2f", v[1, keys[i]] / c) : "-")
+				}
+			}' "$bench_dir/$KNAME.cycles.csv" "$bench_dir/$KNAME.cycles-classic.csv"
+	} > "$cmp"
+	sed 's/^/  | /' "$cmp"
+	echo "  info  side by side: $cmp"
+	[ "$ATTACH_PROFILE" = 1 ] || return 0
+	for l in new classic; do
+		echo "#### $l module"
+		block "@@XPMEM ATTACH-PROFILE-BEGIN $l" "@@XPMEM ATTACH-PROFILE-END $l"
+	done > "$bench_dir/$KNAME.attach-profile.txt"
+	echo "  info  attach profiles: $bench_dir/$KNAME.attach-profile.txt"
+}
+
 report_scale() {
 	local labels=new l stem mod src
 	[ -n "$SCALE_BASE" ] && labels="base new"
@@ -126,7 +179,7 @@ report_scale() {
 }
 
 case "$what" in
-bench) report_bench ;;
+bench) if [ -n "${BENCH_CLASSIC:-}" ]; then report_classic; else report_bench; fi ;;
 scale) report_scale ;;
 *) sed -n '2p' "$0" >&2; exit 2 ;;
 esac

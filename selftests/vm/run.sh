@@ -11,7 +11,18 @@
 #   --demo        run /tools/xpmem-demo with and without the module instead
 #   --bench       run /tools/xpmem-bench (options from BENCH_ARGS) once with
 #                 the module; write its table, CSV and a gnuplot plot to
-#                 build/bench/KERNEL.{txt,csv,svg}
+#                 build/bench/KERNEL.{txt,csv,svg}; with BENCH_CLASSIC=SCRIPT,
+#                 instead its registration-cache miss cycles (-c, options
+#                 from BENCH_ARGS) with this module, then, in the same boot,
+#                 with another implementation's module and library, built
+#                 by `SCRIPT KDIR OUTDIR` (into build/classic/KERNEL, kept;
+#                 it must leave OUTDIR/kernel/xpmem.ko, OUTDIR/include/xpmem.h
+#                 and OUTDIR/lib/.libs/libxpmem.a; x86_64 only), side by
+#                 side: build/bench/KERNEL.cycles{,-classic}.{txt,csv},
+#                 KERNEL.cycles-compare.txt (CLASSIC_FIRST=1: the other
+#                 module first); with ATTACH_PROFILE=1 also
+#                 where ATTACH and DETACH spend their time in each
+#                 (selftests/vm/attach-profile.sh): KERNEL.attach-profile.txt
 #   --scale       run /tools/xpmem-scale (N ranks, options from SCALE_ARGS;
 #                 then its churn mode for SCALE_CHURN seconds, default 20,
 #                 0 skips it) with the module; with SCALE_BASE=<git rev>,
@@ -85,7 +96,7 @@ case "${1:-}" in
 --scale) mode=scale; shift ;;
 --mpi) mode=mpi; shift ;;
 esac
-[ $# -ge 1 ] || { sed -n '2,23p' "$0" >&2; exit 1; }
+[ $# -ge 1 ] || { sed -n '2,34p' "$0" >&2; exit 1; }
 kname=$1; shift
 filter="$*"
 
@@ -170,6 +181,17 @@ bench_args=${BENCH_ARGS:-}
 [[ "$bench_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
 	die "BENCH_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$bench_args'"
 bench_profile=${BENCH_PROFILE:-}
+bench_classic=${BENCH_CLASSIC:-}
+attach_profile=${ATTACH_PROFILE:-0}
+classic_first=${CLASSIC_FIRST:-0}
+[[ "$classic_first" =~ ^[01]$ ]] || die "CLASSIC_FIRST: 0 or 1, not '$classic_first'"
+[[ "$attach_profile" =~ ^[01]$ ]] || die "ATTACH_PROFILE: 0 or 1, not '$attach_profile'"
+if [ -n "$bench_classic" ]; then
+	[ "$mode" = bench ] || die "BENCH_CLASSIC needs --bench"
+	[ "$KARCH" = x86_64 ] || die "BENCH_CLASSIC: x86_64 kernels only"
+	[ -x "$bench_classic" ] || die "BENCH_CLASSIC: '$bench_classic' is not an executable script"
+	bench_classic=$(realpath "$bench_classic")
+fi
 [[ "$bench_profile" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
 	die "BENCH_PROFILE: only letters, digits, spaces and _.,:+- allowed, not '$bench_profile'"
 [ "$stress" = long ] && def_timeout=$((def_timeout + stress_timeout))
@@ -221,6 +243,20 @@ build() {
 	else
 		echo "run.sh[$kname]: kernel/ has no sources: booting without a module" >&2
 	fi
+	[ -z "$bench_classic" ] || build_classic
+}
+
+# build_classic: BENCH_CLASSIC's module and library for KDIR (once, kept
+# in $B/classic/KERNEL), and xpmem-bench-classic linked against them.
+build_classic() {
+	local cdir=$B/classic/$kname
+	if [ ! -f "$cdir/kernel/xpmem.ko" ] || [ ! -f "$cdir/lib/.libs/libxpmem.a" ]; then
+		rm -rf "$cdir" && mkdir -p "$cdir"
+		"$bench_classic" "$KDIR" "$cdir" >"$out/classic-build.log" 2>&1 ||
+			{ tail -n 20 "$out/classic-build.log" >&2; die "BENCH_CLASSIC: $bench_classic $KDIR $cdir failed"; }
+	fi
+	flock "$B/.make.lock" make -s B="$B" CLASSIC="$cdir" bench-classic >&2 ||
+		die "xpmem-bench-classic build failed"
 }
 
 # ---- initramfs --------------------------------------------------------------
@@ -343,7 +379,8 @@ write_run_env() {
 		mpi_bench_args:MPI_BENCH_ARGS \
 		have_mod:HAVE_MOD smp:SMP mem:MEM bench_args:BENCH_ARGS \
 		bench_profile:BENCH_PROFILE scale_args:SCALE_ARGS \
-		scale_churn:SCALE_CHURN scale_profile:SCALE_PROFILE scale_base:SCALE_BASE; do
+		scale_churn:SCALE_CHURN scale_profile:SCALE_PROFILE scale_base:SCALE_BASE \
+		bench_classic:BENCH_CLASSIC attach_profile:ATTACH_PROFILE classic_first:CLASSIC_FIRST; do
 		n=${v%%:*}
 		printf '%s=%q\n' "${v#*:}" "${!n}"
 	done

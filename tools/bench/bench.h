@@ -14,6 +14,9 @@
  *   attacher.c      the attacher process: every repeat's measurements
  *   owner.c         the owner: one kind and size, from fork to results
  *   output.c        medians, the table, the targets, the CSV
+ *   cycle.c         -c: registration-cache miss cycles (classic calls
+ *                   only; with util.c, metrics.c and output.c it is all
+ *                   of xpmem-bench-classic)
  *   ../xpmem-bench.c  options and the run
  */
 #ifndef _XPMEM_BENCH_H
@@ -186,8 +189,22 @@ struct run {
 };
 
 int run_one(int kind, size_t size, int repeats, struct cell *c);
+int summarize(const double *vals, int n, double *med, double *min,
+	      double *max);
+void fmt_num(char *buf, size_t len, double v);
 void print_table(const struct run *run);
 void print_targets(const struct run *run);
 int write_csv(const struct run *run, FILE *f);
+
+/* ---- cycle.c ------------------------------------------------------------- */
+
+/* What -c measures: @run's kinds (4k, thp), sizes and repeats. */
+struct cycle_opts {
+	const struct run *run;
+	int write;		/* -w: the touch writes */
+	int owner_vmas;		/* -v: more mappings in each owner */
+};
+
+int cycle_run(const struct cycle_opts *co, FILE *csv);
 
 #endif /* _XPMEM_BENCH_H */

@@ -18,8 +18,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Median, min and max of the repeats' values that are numbers; 0 if none. */
-static int summarize(const double *vals, int n, double *med, double *min,
-		     double *max)
+int summarize(const double *vals, int n, double *med, double *min,
+	      double *max)
 {
 	double tmp[MAX_REPEATS];
 	int i, k = 0;
@@ -36,7 +36,7 @@ static int summarize(const double *vals, int n, double *med, double *min,
 	return 1;
 }
 
-static void fmt_num(char *buf, size_t len, double v)
+void fmt_num(char *buf, size_t len, double v)
 {
 	double a = v < 0 ? -v : v;
 
@@ -49,6 +49,7 @@ static void fmt_num(char *buf, size_t len, double v)
 	else
 		snprintf(buf, len, "%.3f", v);
 }
+
 void print_table(const struct run *run)
 {
 	char lbl[24], num[32], spr[16];
