@@ -59,7 +59,12 @@ static struct file_system_type xpmem_attach_fs_type = {
  * release, so that an ATTACH after the last attachment ended does not
  * mount it again (a new superblock), nor the end of that attachment
  * unmount it.  Each attachment pins it too, for as long as its inode
- * lives.  Context: process; may sleep (the first pin mounts).
+ * lives.  Context: process (open of /dev/xpmem), no lock held; may sleep
+ * while the first pin mounts (a superblock and root inode, charged to
+ * nobody: one for the whole module).  Nothing another user controls is
+ * waited for; xpmem_attach_fs_unpin() at a release or in the end worker
+ * waits for nothing but the unmount of an empty file system by the last
+ * pin.
  *
  * Return: 0, or a negative errno from the mount.
  */

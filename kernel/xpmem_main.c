@@ -125,8 +125,10 @@ static int xpmem_main_release_permit(struct xpmem_ctx *ctx, xpmem_apid_t apid)
 
 /*
  * A segment was made: the first MAKE of an open file registers the
- * owner's notifiers (xpmem_mirror_owner_prepare()), held until the file's
- * release, so that ATTACHes of its segments register nothing.
+ * owner's notifiers (xpmem_mirror_owner_prepare(), which says what it
+ * waits for), held until the file's release, so that ATTACHes of its
+ * segments register nothing.  The release drops that hold without
+ * waiting, so no exit or close waits on it.
  */
 static void xpmem_main_made(struct xpmem_ctx *ctx, xpmem_segid_t segid)
 {

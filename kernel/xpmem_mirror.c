@@ -316,6 +316,21 @@ static struct xpmem_owner_ref *xpmem_mirror_seg_owner(struct xpmem_seg *seg,
  * ATTACH (xpmem_attach.c says why).  Best effort: on failure ATTACH
  * registers them as before.
  *
+ * Context: the MAKE ioctl only, in the owner's own process, holding no
+ * lock; never called by the core, so no notifier section, i_mmap_rwsem or
+ * folio lock is held around it.  It waits for the owner's own mmap_lock
+ * (for writing) and, in the core's registration, for every i_mmap_rwsem
+ * and anon_vma lock of the owner's VMAs: locks of the owner's own memory,
+ * held by others only for bounded core work (an attacher's fault holds the
+ * owner's mmap_lock for reading only around hmm_range_fault(), never while
+ * a userfaultfd handler runs).  SIGKILL ends the registration (-EINTR).
+ * It maps nothing and reads no owner memory, so placement and revocation
+ * do not arise; no work is queued.  Its allocations (the record and the
+ * owner notifier) are GFP_KERNEL_ACCOUNT, charged to the owner, who makes
+ * them; the core's subscriptions allocation is the core's.  The returned
+ * reference is dropped by the file's release without waiting
+ * (mmu_notifier_put() frees after an SRCU grace period).
+ *
  * Return: a reference on the owner's record, or NULL.
  */
 struct xpmem_owner_ref *xpmem_mirror_owner_prepare(struct xpmem_seg *seg)
