@@ -33,20 +33,7 @@
 
 /* ---- fixture ------------------------------------------------------------ */
 
-FIXTURE(lib)
-{
-	int backend;
-	const char *reason;
-};
-
-FIXTURE_SETUP(lib)
-{
-	lib_setup_backend(_metadata, &self->backend, &self->reason);
-}
-
-FIXTURE_TEARDOWN(lib)
-{
-}
+LIB_FIXTURE();
 
 /* ---- xpmem_ext_attach() ------------------------------------------------- */
 

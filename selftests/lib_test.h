@@ -70,6 +70,22 @@ static inline int lib_setup_backend(struct __test_metadata *_metadata,
 	return 0;
 }
 
+/* FIXTURE(lib) of the library suites: the backend checked at each setup. */
+#define LIB_FIXTURE()							\
+	FIXTURE(lib)							\
+	{								\
+		int backend;						\
+		const char *reason;					\
+	};								\
+	FIXTURE_SETUP(lib)						\
+	{								\
+		lib_setup_backend(_metadata, &self->backend,		\
+				  &self->reason);			\
+	}								\
+	FIXTURE_TEARDOWN(lib)						\
+	{								\
+	}
+
 /*
  * become - drop to @uid/@gid with the one supplementary group @supp (none
  * if 0), in a child of the test: it dies with its parent, and stays

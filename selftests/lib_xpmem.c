@@ -208,20 +208,7 @@ static int run_probe(char *const env[], char *out, size_t outlen)
 
 /* ---- fixture ------------------------------------------------------------ */
 
-FIXTURE(lib)
-{
-	int backend;
-	const char *reason;
-};
-
-FIXTURE_SETUP(lib)
-{
-	lib_setup_backend(_metadata, &self->backend, &self->reason);
-}
-
-FIXTURE_TEARDOWN(lib)
-{
-}
+LIB_FIXTURE();
 
 /* ---- backend selection and signals ------------------------------------- */
 

@@ -34,22 +34,7 @@
 
 /* ---- fixture ------------------------------------------------------------ */
 
-FIXTURE(xpmem)
-{
-	int fd;
-	long segs, permits, atts;
-};
-
-FIXTURE_SETUP(xpmem)
-{
-	XP_FIXTURE_OPEN();
-}
-
-FIXTURE_TEARDOWN(xpmem)
-{
-	if (self->fd >= 0)
-		close(self->fd);
-}
+XP_FIXTURE_DEVICE(xpmem);
 
 /*
  * Owner-side changes reach the attacher: munmap + new mmap at the same

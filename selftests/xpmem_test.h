@@ -367,6 +367,26 @@ static inline long sys_futex(void *addr, int op, int val,
 	self->atts = stat_read("attachments");				\
 } while (0)
 
+/*
+ * FIXTURE(name) of a suite whose tests need only the device open and the
+ * object counters at their start (xpmem_core, xpmem_fault).
+ */
+#define XP_FIXTURE_DEVICE(name)						\
+	FIXTURE(name)							\
+	{								\
+		int fd;							\
+		long segs, permits, atts;				\
+	};								\
+	FIXTURE_SETUP(name)						\
+	{								\
+		XP_FIXTURE_OPEN();					\
+	}								\
+	FIXTURE_TEARDOWN(name)						\
+	{								\
+		if (self->fd >= 0)					\
+			close(self->fd);				\
+	}
+
 #define ASSERT_COUNTERS_AT_BASE() do {					\
 	ASSERT_EQ(self->segs, stat_read("segments"));			\
 	ASSERT_EQ(self->permits, stat_read("permits"));			\
