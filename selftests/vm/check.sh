@@ -7,7 +7,8 @@
 # failed (a failed build, a VM timeout and console findings count too).
 #
 # SUITES="word ..." in the environment restricts the VM suites to those
-# whose name contains a word (host tests always run).
+# whose name contains a word (host tests always run).  MPI_KERNEL names the
+# kernel of the MPI run (run.sh --mpi; default debian-6.12, empty: none).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -119,6 +120,18 @@ vm_run() {	# vm_run KERNEL: one kernel's suites in QEMU, counted
 	add "$k" "$B/results/$k" $?
 }
 
+# mpi_run KERNEL: Debian's Open MPI over UCX's xpmem transport
+# (run.sh --mpi), counted as "mpi"; run after KERNEL's suites when
+# MPI_KERNEL (default debian-6.12) is one of the kernels.
+mpi_run() {
+	local k=$1
+	rm -f "$B/results/mpi"
+	echo "check: $(elapsed): $k: MPI run starts"
+	NO_BUILD=1 RESULT_FILE=$B/results/mpi selftests/vm/run.sh --mpi "$k"
+	add mpi "$B/results/mpi" $?
+}
+mpi_kernel=${MPI_KERNEL-debian-6.12}
+
 # Debian's kernels first (nothing to build), then each source kernel once
 # built.  The package check (build, lintian, install into a scratch root,
 # a classic program through pkg-config, dkms build for both Debian kernels
@@ -167,6 +180,7 @@ for k in "$@"; do
 		[ "$k" = "$last_x86" ] && pkg_start ;;
 	esac
 	vm_run "$k"
+	[ "$k" != "$mpi_kernel" ] || mpi_run "$k"
 done
 pkg_finish
 [ -z "${builds:-}" ] || wait "$builds"

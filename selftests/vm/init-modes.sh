@@ -3,11 +3,14 @@
 #        MODE demo, bench, scale or mpi; then run_mode)
 #
 # What the VM runs instead of the suites in run.sh's --demo, --bench (with
-# BENCH_CLASSIC: mode_classic), --scale and --mpi modes.  Uses init.sh's
+# BENCH_CLASSIC: mode_classic), --scale and --mpi (init-mpi.sh) modes.  Uses init.sh's
 # settings (BENCH_*, SCALE_*, ATTACH_PROFILE) and helpers (say, rec,
 # unload_module) and the result channel R; each mode ends with finish
 # (DONE, power off).
 # shellcheck shell=dash
+
+# shellcheck source=selftests/vm/init-mpi.sh
+. /init-mpi.sh
 
 # Defaults of the settings /etc/xpmem-run.conf gives.
 : "${BENCH_ARGS=}" "${MPI_BENCH_ARGS=}" "${BENCH_PROFILE=}" "${SCALE_ARGS=}" "${SCALE_CHURN=0}" "${SCALE_PROFILE=0}"
@@ -218,76 +221,6 @@ mode_scale() {
 		fi
 		unload_module && say "module $ko unloaded"
 	done
-}
-
-# mpi_check NAME CMD...: run CMD, record RESULT NAME ok or fail by its exit
-# status.
-mpi_check() {
-	n=$1
-	shift
-	if "$@"; then rec "RESULT $n ok"; else rec "RESULT $n fail"; fi
-}
-
-# mpi_bench LABEL TLS: xpmem-mpi-bench on two ranks, Open MPI's pml and osc
-# ucx (on any device: Open MPI 4.1 takes UCX only for InfiniBand devices by
-# default), local ranks only (plm isolated: no ssh), UCX_TLS=TLS,
-# libuct_xpmem.so.0 preloaded (libucx0 does not load it by itself); table
-# and CSV framed on the result channel with LABEL.  Sets rc (mpirun's exit
-# status) and faults (the module's page faults during the run).
-mpi_bench() {
-	say "---- mpi: xpmem-mpi-bench $MPI_BENCH_ARGS, UCX_TLS=$2 ----"
-	S=/sys/class/misc/xpmem/stats
-	f0=$(cat $S/faults) t0=$(date +%s)
-	# shellcheck disable=SC2086 # MPI_BENCH_ARGS is a word list
-	(cd /tmp && UCX_TLS=$2 LD_PRELOAD=$UCT_XPMEM /usr/bin/mpirun.openmpi \
-		--allow-run-as-root --oversubscribe -np 2 -x UCX_TLS -x LD_PRELOAD --mca plm isolated \
-		--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-		/tools/xpmem-mpi-bench $MPI_BENCH_ARGS -o /tmp/mpi.csv > /tmp/mpi.txt 2>&1)
-	rc=$?
-	faults=$(( $(cat $S/faults) - f0 ))
-	say "xpmem-mpi-bench exit status $rc after $(( $(date +%s) - t0 ))s; xpmem page faults $faults"
-	cat /tmp/mpi.txt
-	{
-		echo "@@XPMEM MPI-TABLE-BEGIN $1"
-		cat /tmp/mpi.txt
-		echo "@@XPMEM MPI-TABLE-END $1 rc=$rc"
-		echo "@@XPMEM MPI-CSV-BEGIN $1"
-		cat /tmp/mpi.csv 2>/dev/null
-		echo "@@XPMEM MPI-CSV-END $1"
-	} > "$R"
-}
-
-# mode_mpi: Debian's Open MPI over UCX's xpmem transport, module loaded:
-#   ucx_info_xpmem       ucx_info -d lists xpmem (with the module preloaded)
-#   mpi_bench_sm         the benchmark with UCX's shared-memory transports
-#                        (UCX_TLS=sm,self) exits 0 and went through xpmem
-#                        (the module counted page faults)
-#   mpi_transfers_xpmem  with xpmem alone (UCX_TLS=self,xpmem) every
-#                        transfer arrived intact; the exit status is only
-#                        reported (INFO mpi_finalize_xpmem): Open MPI 4.1's
-#                        osc ucx flushes, in MPI_Finalize, endpoints whose
-#                        peer may have exited, and an xpmem FIFO of an
-#                        exited process is gone (SIGBUS)
-mode_mpi() {
-	UCT_XPMEM=/usr/lib/x86_64-linux-gnu/ucx/libuct_xpmem.so.0
-	ifconfig lo 127.0.0.1 up ||
-		say "no IPv4 in this kernel (CONFIG_INET): Open MPI's PMIx server cannot listen, the MPI runs will fail"
-	mpi_check insmod insmod /xpmem.ko
-	say "---- ucx_info -d, libuct_xpmem.so.0 preloaded ----"
-	LD_PRELOAD=$UCT_XPMEM /usr/bin/ucx_info -d > /tmp/ucx-d.txt 2>&1
-	grep -B2 -A12 'Transport: xpmem' /tmp/ucx-d.txt || head -n 20 /tmp/ucx-d.txt
-	mpi_check ucx_info_xpmem grep -q 'Transport: xpmem' /tmp/ucx-d.txt
-	say "without the preload, ucx_info -d lists xpmem: $(/usr/bin/ucx_info -d 2>&1 | grep -c 'Transport: xpmem') time(s)"
-	mpi_bench sm sm,self
-	if [ "$rc" = 0 ] && [ "$faults" -gt 0 ]; then
-		rec "RESULT mpi_bench_sm ok"
-	else
-		rec "RESULT mpi_bench_sm fail"
-	fi
-	mpi_bench xpmem self,xpmem
-	mpi_check mpi_transfers_xpmem grep -q '^# every transfer checked' /tmp/mpi.txt
-	rec "INFO mpi_finalize_xpmem rc=$rc"
-	mpi_check rmmod unload_module
 }
 
 # run_mode: the mode MODE names, then DONE and power off.

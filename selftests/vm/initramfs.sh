@@ -207,7 +207,7 @@ pack_initramfs() {
 		cp /bin/busybox "$root/bin/busybox"
 	fi
 	cp $vm/init.sh "$root/init"
-	cp $vm/init-modes.sh $vm/trace-lib.sh $vm/fault-profile.sh $vm/inval-profile.sh \
+	cp $vm/init-modes.sh $vm/init-mpi.sh $vm/trace-lib.sh $vm/fault-profile.sh $vm/inval-profile.sh \
 		$vm/attach-profile.sh "$root/"
 	chmod 0755 "$root/init" "$root/fault-profile.sh" "$root/inval-profile.sh" \
 		"$root/attach-profile.sh"

@@ -22,7 +22,7 @@
 #   - VM wall-clock timeout or a VM that never reports DONE fails;
 #   - --demo: each "xpmem-demo: SUCCESS" passes, a reported failure fails;
 #     --bench and --scale: what selftests/vm/report.sh counts; --mpi: the
-#     guest's RESULT lines (init-modes.sh, mode_mpi).
+#     guest's RESULT lines (init-mpi.sh).
 set -euo pipefail
 
 vm=$(cd "$(dirname "$0")" && pwd)
@@ -121,12 +121,17 @@ judge_demo() {
 	fi
 }
 
-# judge_mpi: the --mpi mode's RESULT lines (selftests/vm/init-modes.sh,
-# mode_mpi); the benchmark's framed tables and CSVs into
-# BENCH_DIR/KERNEL.mpi-{sm,xpmem}.{txt,csv}.
+# judge_mpi: the --mpi mode's RESULT lines (selftests/vm/init-mpi.sh);
+# each run's table and CSV into BENCH_DIR/KERNEL.mpi-LABEL.{txt,csv}, and
+# BENCH_DIR/KERNEL.mpi-compare.txt: latency and bandwidth per run, side by
+# side (one boot; not judged, TCG timings).
 judge_mpi() {
-	local what st l
-	for what in insmod ucx_info_xpmem mpi_bench_sm mpi_transfers_xpmem rmmod; do
+	local what st l cmp=$BENCH_DIR/$KNAME.mpi-compare.txt
+	for what in insmod ucx_info_xpmem mpi_sm_picks_xpmem \
+		mpi_xpmem_root mpi_cma_root mpi_posix_root \
+		mpi_xpmem_alice mpi_cma_alice mpi_posix_alice \
+		mpi_no_leftovers rmmod nomod_xpmem_unavailable \
+		nomod_sm_root nomod_sm_alice; do
 		st=$(sed -n "s/^@@XPMEM RESULT $what //p" "$res" | tail -n 1)
 		case "$st" in
 		ok) echo "  ok    $what"; pass=$((pass + 1)) ;;
@@ -134,16 +139,29 @@ judge_mpi() {
 		*) bad "$what: not reported by the VM" ;;
 		esac
 	done
-	st=$(sed -n 's/^@@XPMEM INFO mpi_finalize_xpmem //p' "$res" | tail -n 1)
-	echo "  info  UCX_TLS=self,xpmem: mpirun ${st:-not run} (not counted: Open MPI 4.1's osc ucx flushes endpoints of exited peers in MPI_Finalize)"
 	mkdir -p "$BENCH_DIR"
-	for l in sm xpmem; do
+	{
+		echo "# $KNAME, one boot: xpmem-mpi-bench, 2 ranks, Open MPI pml/osc ucx; label = transport-user"
+		echo "# (sm: UCX_TLS=sm,self; xpmem, cma: self,posix,T; posix: self,posix; nomod: no module, UCX_TLS unset)"
+		printf '%-13s %10s %10s %10s %10s %10s %10s\n' label "lat8B_us" "bw1M_MBps" "bw4M_MBps" \
+			"put4M_MBps" "get4M_MBps" "pp1M_us"
+	} > "$cmp"
+	for l in sm-root xpmem-root cma-root posix-root xpmem-alice cma-alice posix-alice \
+		nomod-root nomod-alice; do
 		sed -n "/^@@XPMEM MPI-TABLE-BEGIN $l\$/,/^@@XPMEM MPI-TABLE-END $l /{/^@@XPMEM/!p}" "$res" \
 			>"$BENCH_DIR/$KNAME.mpi-$l.txt"
 		sed -n "/^@@XPMEM MPI-CSV-BEGIN $l\$/,/^@@XPMEM MPI-CSV-END $l\$/{/^@@XPMEM/!p}" "$res" \
 			>"$BENCH_DIR/$KNAME.mpi-$l.csv"
+		awk -F, -v l="$l" '
+			{ v[$1 "," $2] = ($1 == "pingpong") ? $4 : $5 }
+			function g(k) { return (k in v) ? v[k] : "-" }
+			END { printf "%-13s %10s %10s %10s %10s %10s %10s\n", l, g("pingpong,8"),
+				g("stream,1048576"), g("stream,4194304"), g("put,4194304"),
+				g("get,4194304"), g("pingpong,1048576") }' \
+			"$BENCH_DIR/$KNAME.mpi-$l.csv" >> "$cmp"
 	done
-	echo "  info  tables and CSV: $BENCH_DIR/$KNAME.mpi-{sm,xpmem}.{txt,csv}"
+	sed 's/^/  info  /' "$cmp"
+	echo "  info  tables and CSV: $BENCH_DIR/$KNAME.mpi-LABEL.{txt,csv}"
 }
 
 # judge_report: bench and scale reports (selftests/vm/report.sh), with

@@ -35,13 +35,13 @@
 #   --mpi         Debian's Open MPI over UCX's xpmem transport (x86_64):
 #                 the guest gets the files of this machine's openmpi-bin,
 #                 libopenmpi3, libucx0, ucx-utils (and the libraries they
-#                 load) and libucx0-xpmem (debian/ucx/build.sh); with the
-#                 module loaded it checks that ucx_info -d lists the xpmem
-#                 transport and runs xpmem-mpi-bench (options from
-#                 MPI_BENCH_ARGS, default "-m 1M -n 10") on two ranks under
-#                 mpirun --mca pml ucx, with UCX_TLS=sm,self and
-#                 self,xpmem (init-modes.sh, mode_mpi, says what counts);
-#                 tables and CSV: build/bench/KERNEL.mpi-{sm,xpmem}.{txt,csv};
+#                 load) and libucx0-xpmem (debian/ucx/build.sh), and runs
+#                 xpmem-mpi-bench (MPI_BENCH_ARGS, default "-m 4M -n 10")
+#                 on two ranks under mpirun --mca pml ucx: with the module,
+#                 UCX_TLS=sm,self and xpmem, cma, posix each as root and
+#                 as alice; without it, as both (init-mpi.sh says what
+#                 counts); tables and CSV: build/bench/KERNEL.mpi-LABEL.
+#                 {txt,csv}, side by side in KERNEL.mpi-compare.txt;
 #                 needs a kernel with IPv4 (Open MPI's PMIx listens on
 #                 loopback): Debian's kernels, not the ones built from
 #                 base.config, which has no CONFIG_INET
@@ -174,7 +174,7 @@ if [ -n "$scale_base" ]; then
 	git rev-parse --verify -q "$scale_base^{commit}" >/dev/null ||
 		die "SCALE_BASE: '$scale_base' is not a commit of this repository"
 fi
-mpi_bench_args=${MPI_BENCH_ARGS:--m 1M -n 10}
+mpi_bench_args=${MPI_BENCH_ARGS:--m 4M -n 10}
 [[ "$mpi_bench_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
 	die "MPI_BENCH_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$mpi_bench_args'"
 bench_args=${BENCH_ARGS:-}
