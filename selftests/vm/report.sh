@@ -2,7 +2,7 @@
 # Usage: selftests/vm/report.sh bench|scale OUTDIR [BENCHDIR]
 #
 # The reports of `selftests/vm/run.sh --bench` and `--scale`, from what the
-# run left in OUTDIR (build/qemu/KERNEL): run.env (settings, written by
+# run left in OUTDIR (build/qemu/KERNEL.MODE): run.env (settings, written by
 # run.sh) and results.log, where the guest framed its tables and CSV with
 # @@XPMEM BENCH-<what>-BEGIN/END (bench) or @@XPMEM SCALE-<what>-BEGIN/END
 # <label> lines (scale; label base for the SCALE_BASE module, new for this

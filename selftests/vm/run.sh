@@ -60,8 +60,9 @@
 # ttyAMA0, results on a virtio console, hvc0).
 # Logs: build/qemu/KERNEL/{console.log,results.log,suites.txt,run.env};
 # summary line in build/qemu/KERNEL/result ("PASS FAIL SKIP WALLSECONDS";
-# also copied to $RESULT_FILE if set).  If another run holds
-# build/qemu/KERNEL, this run uses build/qemu/KERNEL.<pid> instead.
+# also copied to $RESULT_FILE if set); the modes' in build/qemu/KERNEL.MODE
+# (demo, bench, scale, mpi), their modules in build/mod/KERNEL.MODE.  If
+# another run holds that directory, this run uses DIR.<pid> instead.
 #
 # Environment: VM_TIMEOUT (s, whole VM; default 900, debug-6.12 and arm64: 1800;
 #   plus STRESS_TIMEOUT in long mode; --bench: 1800, debug-6.12: 3600),
@@ -201,14 +202,17 @@ mem=${VM_MEM_MB:-2048}
 smp=${VM_SMP:-2}
 
 # One run per kernel directory at a time: teammates share the tree.  If the
-# default directory is busy, use a private one for this run.
-out=$B/qemu/$kname
+# default directory is busy, use a private one for this run.  A mode other
+# than the suites has its own (KERNEL.MODE), so its logs sit beside theirs.
+base=$B/qemu/$kname
+[ "$mode" = check ] || base=$base.$mode
+out=$base
 mkdir -p "$out"
 exec 9> "$out/.lock"
 if ! flock -n 9; then
-	out=$B/qemu/$kname.$$
+	out=$base.$$
 	mkdir -p "$out"
-	echo "run.sh[$kname]: $B/qemu/$kname is in use by another run; using $out" >&2
+	echo "run.sh[$kname]: $base is in use by another run; using $out" >&2
 	trap 'rm -rf "$out/root" "$moddir"' EXIT
 fi
 moddir=$B/mod/$kname${out#"$B/qemu/$kname"}
