@@ -92,7 +92,7 @@ endif
 .DEFAULT_GOAL := all
 FORCE:
 .PHONY: FORCE all userspace lib tests tools module modules host-build host-tests check \
-	demo bench bench-classic deps deps-test arm64 sparse checkpatch w1 install install-lib install-tools \
+	demo bench bench-classic classic-lib-check deps deps-test arm64 sparse checkpatch w1 install install-lib install-tools \
 	install-man install-module-conf install-dkms-src dkms-src dist uninstall clean \
 	distclean help debug-kernel man-check pkg-check doc-check ucx-module \
 	mpi-bench
@@ -127,7 +127,7 @@ help:
 	@echo "make arm64         library, tools and selftests cross-built for arm64 in $(B)/arm64"
 	@echo "make demo          boot debian-6.1 and run the owner/attacher demo"
 	@echo "make bench         xpmem-bench, then xpmem-scale, in the first of KERNELS (BENCH_ARGS=..., SCALE_ARGS=...)"
-	@echo "make bench-classic CLASSIC=DIR   xpmem-bench -c against another libxpmem (DIR/include, DIR/lib/.libs)"
+	@echo "make bench-classic CLASSIC=DIR   xpmem-bench -c and xpmem-scale against another libxpmem (DIR/include, DIR/lib/.libs)"
 	@echo "make module        build xpmem.ko against KDIR=$(KDIR)"
 	@echo "make w1|sparse|checkpatch   static checks of the module"
 	@echo "make man-check | pkg-check  man pages; Debian packages (as root)"
@@ -295,22 +295,32 @@ $(B)/tools/%.o: tools/%.c
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-# xpmem-bench's -c mode linked against another implementation's libxpmem
-# (CLASSIC=OUTDIR of a build that left include/xpmem.h and
-# lib/.libs/libxpmem.a there, e.g. openucx/xpmem's), statically, for a
-# comparison in one VM boot (selftests/vm/run.sh --bench, BENCH_CLASSIC).
-# Only the files that make classic calls alone are in it (bench.h).
+# xpmem-bench's -c mode and xpmem-scale's ranks mode linked against another
+# implementation's libxpmem (CLASSIC=OUTDIR of a build that left
+# include/xpmem.h and lib/.libs/libxpmem.a there, e.g. openucx/xpmem's),
+# statically, for a comparison in one VM boot (selftests/vm/run.sh --bench,
+# BENCH_CLASSIC).  Only files that make classic calls alone are in them
+# (bench.h; xpmem-scale makes none other).
 CLASSIC_BENCH_SRCS := tools/xpmem-bench.c $(addprefix tools/bench/,util.c metrics.c output.c cycle.c)
 CLASSIC_BENCH      := $(B)/classic/xpmem-bench-classic
+CLASSIC_SCALE      := $(B)/classic/xpmem-scale-classic
+CLASSIC_LIB         = $(CLASSIC)/lib/.libs/libxpmem.a
 
-bench-classic: $(CLASSIC_BENCH)
+bench-classic: $(CLASSIC_BENCH) $(CLASSIC_SCALE)
 
-$(CLASSIC_BENCH): $(CLASSIC_BENCH_SRCS) tools/bench/bench.h FORCE
-	@[ -f "$(CLASSIC)/include/xpmem.h" ] && [ -f "$(CLASSIC)/lib/.libs/libxpmem.a" ] || \
+classic-lib-check:
+	@[ -f "$(CLASSIC)/include/xpmem.h" ] && [ -f "$(CLASSIC_LIB)" ] || \
 		{ echo "bench-classic: CLASSIC=<dir with include/xpmem.h and lib/.libs/libxpmem.a>" >&2; exit 1; }
+
+$(CLASSIC_BENCH): $(CLASSIC_BENCH_SRCS) tools/bench/bench.h classic-lib-check FORCE
 	@mkdir -p $(@D)
 	$(CC) -I$(CLASSIC)/include -DXPMEM_BENCH_CLASSIC $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) \
-		$(LDFLAGS) -static -o $@ $(CLASSIC_BENCH_SRCS) $(CLASSIC)/lib/.libs/libxpmem.a
+		$(LDFLAGS) -static -o $@ $(CLASSIC_BENCH_SRCS) $(CLASSIC_LIB)
+
+$(CLASSIC_SCALE): tools/xpmem-scale.c $(SCALE_SRCS) tools/scale/scale.h classic-lib-check FORCE
+	@mkdir -p $(@D)
+	$(CC) -I$(CLASSIC)/include $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) \
+		$(LDFLAGS) -static -o $@ tools/xpmem-scale.c $(SCALE_SRCS) $(CLASSIC_LIB) -lpthread
 
 # ---------------------------------------------------------------- host tests -
 # lib_* and host_* suites, dynamically linked, ASan+UBSan, library objects

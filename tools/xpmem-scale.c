@@ -6,6 +6,9 @@
  * xpmem-bench; man/xpmem-scale.1 describes every number.
  *
  * Ranks mode (default), for each N of -n:
+ *   - all-to-all get+attach, then detach+release, of every peer's window
+ *     in every rank at once, in -r rounds (wall time and the ranks' CPU
+ *     time; the first round's attach also on its own);
  *   - all-to-all first and second read pass over the peers' windows
  *     (aggregate MiB/s, all ranks at once);
  *   - rank 0's MADV_DONTNEED and munmap of a range that its N-1 peers
@@ -48,7 +51,7 @@ static void usage(FILE *f)
 		"  -n  rank counts, 2..%d (default 2,4,8,16)\n"
 		"  -w  window of each peer attached (default 4M)\n"
 		"  -i  range discarded and unmapped (default 64K; at most the window)\n"
-		"  -r  repeats of each timed call (default 7)\n"
+		"  -r  repeats of each timed call and attach round (default 7)\n"
 		"  -c  churn mode instead: two processes for SECONDS each, mutual and plain\n"
 		"  -o  also write a CSV\n", MAX_RANKS);
 }

@@ -14,7 +14,7 @@
 
 # Defaults of the settings /etc/xpmem-run.conf gives.
 : "${BENCH_ARGS=}" "${MPI_BENCH_ARGS=}" "${BENCH_PROFILE=}" "${SCALE_ARGS=}" "${SCALE_CHURN=0}" "${SCALE_PROFILE=0}"
-: "${BENCH_CLASSIC=0}" "${ATTACH_PROFILE=0}" "${CLASSIC_FIRST=0}"
+: "${BENCH_CLASSIC=0}" "${ATTACH_PROFILE=0}" "${CLASSIC_FIRST=0}" "${BENCH_SCALE_ARGS=-}"
 
 # bench_profile: with BENCH_PROFILE set, run fault-profile.sh with it and
 # send its report to the result channel between @@XPMEM BENCH-PROFILE lines.
@@ -91,19 +91,21 @@ mode_demo() {
 	fi
 }
 
-# mode_classic: xpmem-bench -c (BENCH_ARGS) with this module, then
-# xpmem-bench-classic -c with the other implementation's (the other way
-# round with CLASSIC_FIRST=1), in this boot;
-# with ATTACH_PROFILE=1 attach-profile.sh with each (4k and thp owner
-# pages, 4 MiB windows).  Tables, CSV and profiles go to the result
-# channel between @@XPMEM CYCLES-*-BEGIN/END and ATTACH-PROFILE-BEGIN/END
-# <label> lines (label new or classic).
+# mode_classic: xpmem-bench -c (BENCH_ARGS) and xpmem-scale
+# (BENCH_SCALE_ARGS, "-" for none) with this module, then
+# xpmem-bench-classic -c and xpmem-scale-classic with the other
+# implementation's (the other way round with CLASSIC_FIRST=1), in this
+# boot; with ATTACH_PROFILE=1 attach-profile.sh with each (4k and thp
+# owner pages, 4 MiB windows).  Tables, CSV and profiles go to the result
+# channel between @@XPMEM CYCLES-*-BEGIN/END, RANKS-*-BEGIN/END and
+# ATTACH-PROFILE-BEGIN/END <label> lines (label new or classic).
 mode_classic() {
 	order="new classic"
 	[ "$CLASSIC_FIRST" = 1 ] && order="classic new"
 	for l in $order; do
-		ko=/xpmem.ko bench=/tools/xpmem-bench
-		[ "$l" = classic ] && ko=/xpmem-classic.ko bench=/xpmem-bench-classic
+		ko=/xpmem.ko bench=/tools/xpmem-bench scale=/tools/xpmem-scale
+		[ "$l" = classic ] &&
+			ko=/xpmem-classic.ko bench=/xpmem-bench-classic scale=/xpmem-scale-classic
 		say "---- bench: $bench -c $BENCH_ARGS, module $ko ----"
 		if ! insmod $ko; then
 			say "insmod $ko failed"
@@ -124,6 +126,24 @@ mode_classic() {
 			cat /tmp/cycles.csv 2>/dev/null
 			echo "@@XPMEM CYCLES-CSV-END $l"
 		} > "$R"
+		if [ "$BENCH_SCALE_ARGS" != - ]; then
+			say "---- bench: $scale $BENCH_SCALE_ARGS, module $ko ----"
+			t0=$(date +%s)
+			# shellcheck disable=SC2086 # BENCH_SCALE_ARGS is a word list
+			(cd /tmp && XPMEM_BACKEND=kernel $scale $BENCH_SCALE_ARGS \
+				-o /tmp/ranks.csv > /tmp/ranks.txt)
+			rc=$?
+			say "$scale exit status $rc after $(( $(date +%s) - t0 ))s"
+			cat /tmp/ranks.txt
+			{
+				echo "@@XPMEM RANKS-TABLE-BEGIN $l"
+				cat /tmp/ranks.txt
+				echo "@@XPMEM RANKS-TABLE-END $l rc=$rc"
+				echo "@@XPMEM RANKS-CSV-BEGIN $l"
+				cat /tmp/ranks.csv 2>/dev/null
+				echo "@@XPMEM RANKS-CSV-END $l"
+			} > "$R"
+		fi
 		if [ "$ATTACH_PROFILE" = 1 ]; then
 			: > /tmp/aprof.txt
 			for k in 4k thp; do

@@ -3,7 +3,7 @@
 #
 # The test VM's busybox initramfs: /init (init.sh, with init-modes.sh and
 # the profile scripts beside it), xpmem.ko (and xpmem-base.ko for
-# SCALE_BASE; xpmem-classic.ko and xpmem-bench-classic for
+# SCALE_BASE; xpmem-classic.ko, xpmem-bench-classic and xpmem-scale-classic for
 # BENCH_CLASSIC), the selftests and tools of this build with the shared
 # libraries they need, /etc/passwd and /etc/group with the test users,
 # /etc/xpmem-run.conf (the settings) and /etc/xpmem-suites.txt (the suite
@@ -11,7 +11,8 @@
 # dir), KARCH, cross, mode, kname, filter, stress, stress_timeout,
 # suite_timeout, fallback_pass, have_mod, moddir, scale_base, result_dev,
 # mpi_bench_args, bench_args, bench_profile, scale_args, scale_churn,
-# scale_profile, bench_classic, attach_profile, classic_first, B; and die().
+# scale_profile, bench_classic, bench_scale_args, attach_profile, classic_first,
+# B; and die().
 # shellcheck shell=bash disable=SC2154 # run.sh's settings
 
 # copy_shlibs ROOT FILE: the dynamic loader and the libraries ldd resolves
@@ -216,7 +217,7 @@ pack_initramfs() {
 	[ -n "$scale_base" ] && cp "$moddir.base/xpmem.ko" "$root/xpmem-base.ko"
 	if [ -n "$bench_classic" ]; then
 		cp "$B/classic/$kname/kernel/xpmem.ko" "$root/xpmem-classic.ko"
-		cp "$B/classic/xpmem-bench-classic" "$root/xpmem-bench-classic"
+		cp "$B/classic/xpmem-bench-classic" "$B/classic/xpmem-scale-classic" "$root/"
 	fi
 	# Only binaries whose source still exists (no stale suites from old
 	# builds); every one must be built.
@@ -260,6 +261,7 @@ EOG
 		echo "BENCH_CLASSIC=$([ -n "$bench_classic" ] && echo 1 || echo 0)"
 		echo "ATTACH_PROFILE=$attach_profile"
 		echo "CLASSIC_FIRST=$classic_first"
+		echo "BENCH_SCALE_ARGS='$bench_scale_args'"
 		echo "RESULT_DEV=$result_dev"
 	} > "$root/etc/xpmem-run.conf"
 	(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 > "$image"

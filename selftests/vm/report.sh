@@ -10,9 +10,11 @@
 #   bench: KERNEL.txt (table), KERNEL.csv, KERNEL.svg (gnuplot, if
 #          installed: tools/xpmem-bench-plot.sh), and with BENCH_PROFILE
 #          KERNEL.profile.txt (selftests/vm/fault-profile.sh's table);
-#   bench with BENCH_CLASSIC: KERNEL.cycles.{txt,csv} (this module),
-#          KERNEL.cycles-classic.{txt,csv}, KERNEL.cycles-compare.txt (the
-#          two side by side), with ATTACH_PROFILE=1 KERNEL.attach-profile.txt;
+#   bench with BENCH_CLASSIC: KERNEL.cycles.{txt,csv} (xpmem-bench -c,
+#          this module), KERNEL.cycles-classic.{txt,csv} (the other),
+#          KERNEL.cycles-compare.txt (the two side by side), the same for
+#          xpmem-scale's ranks mode as KERNEL.ranks* (RANKS frames), with
+#          ATTACH_PROFILE=1 KERNEL.attach-profile.txt;
 #   scale: KERNEL.scale[-base].{txt,csv,svg}, and with SCALE_PROFILE=1
 #          KERNEL.scale[-base].profile.txt (inval-profile.sh's table).
 # Prints the tables and one "  ok" or "  FAIL" line per report, and writes
@@ -96,48 +98,69 @@ report_bench() {
 		"xpmem-bench, $KNAME ($KIMAGE_NAME), QEMU TCG, $SMP cpus" xpmem-bench-plot.sh
 }
 
-# report_classic: --bench with BENCH_CLASSIC: the miss cycles of this
-# module (new) and the other (classic), their CSVs joined side by side
-# with ratios, and the ATTACH_PROFILE profiles.
-report_classic() {
-	local l stem src cmp=$bench_dir/$KNAME.cycles-compare.txt
+# classic_pair TAG NAME TOOL ARGS: one tool's two runs of --bench with
+# BENCH_CLASSIC, this module's (new) and the other's (classic), framed by
+# @@XPMEM TAG-{TABLE,CSV}-{BEGIN,END} <label>: KERNEL.NAME{,-classic}.
+# {txt,csv}, and the two CSVs joined side by side with ratios in
+# KERNEL.NAME-compare.txt.
+classic_pair() {
+	local tag=$1 name=$2 tool=$3 args=$4 l stem src cmp=$bench_dir/$KNAME.$2-compare.txt
 	for l in new classic; do
-		stem=$bench_dir/$KNAME.cycles
+		stem=$bench_dir/$KNAME.$name
 		[ "$l" = classic ] && stem=$stem-classic
-		src=$(sed -n "s/^@@XPMEM CYCLES-TABLE-END $l rc=\([0-9]*\).*/\1/p" "$res" | tail -n 1)
+		src=$(sed -n "s/^@@XPMEM $tag-TABLE-END $l rc=\([0-9]*\).*/\1/p" "$res" | tail -n 1)
 		{
-			echo "# selftests/vm/run.sh --bench $KNAME, BENCH_CLASSIC: the $l module," \
-				"$KIMAGE_NAME, QEMU TCG, $SMP cpus, $MEM MiB, BENCH_ARGS='$BENCH_ARGS'," \
+			echo "# selftests/vm/run.sh --bench $KNAME, BENCH_CLASSIC: $tool with the $l module," \
+				"$KIMAGE_NAME, QEMU TCG, $SMP cpus, $MEM MiB, options '$args'," \
 				"$now, VM wall time ${WALL}s (one boot for both modules)"
-			block "@@XPMEM CYCLES-TABLE-BEGIN $l" "@@XPMEM CYCLES-TABLE-END $l"
+			block "@@XPMEM $tag-TABLE-BEGIN $l" "@@XPMEM $tag-TABLE-END $l"
 		} > "$stem.txt"
-		block "@@XPMEM CYCLES-CSV-BEGIN $l" "@@XPMEM CYCLES-CSV-END $l" > "$stem.csv"
+		block "@@XPMEM $tag-CSV-BEGIN $l" "@@XPMEM $tag-CSV-END $l" > "$stem.csv"
 		sed 's/^/  | /' "$stem.txt"
 		if [ "$src" = 0 ] && [ "$(wc -l < "$stem.csv")" -ge 2 ]; then
-			echo "  ok    xpmem-bench -c [$l]: $stem.txt, $stem.csv"
+			echo "  ok    $tool [$l]: $stem.txt, $stem.csv"
 			pass=$((pass + 1))
 		else
-			bad "xpmem-bench -c [$l] failed or did not finish (status '${src:-none}', see $out/console.log)"
+			bad "$tool [$l] failed or did not finish (status '${src:-none}', see $out/console.log)"
 		fi
 	done
 	{
-		echo "# $KNAME, one boot: xpmem-bench -c medians (us) with this module and the" \
-			"classic one; ratio = this / classic (below 1: this one is faster); $now"
-		awk -F, 'function lbl(b) { return b % 1048576 ? b / 1024 "K" : b / 1048576 "M" }
+		echo "# $KNAME, one boot: $tool medians with this module and the classic" \
+			"one; ratio = this / classic for times, classic / this for MiB/s" \
+			"(below 1: this one is faster); $now"
+		awk -F, 'function lbl(k, b) {
+				if (k == "ranks") return b
+				return b % 1048576 ? b / 1024 "K" : b / 1048576 "M"
+			}
 			FNR == 1 { f++; next }
-			{ k = $1 "," $2 "," $3; v[f, k] = $4; if (f == 1) keys[++n] = k }
+			{ k = $1 "," $2 "," $3; v[f, k] = $4; u[k] = $7; if (f == 1) keys[++n] = k }
 			END {
-				printf "%-5s %-7s %-15s %12s %12s %8s\n", "kind", "size", "metric", "this", "classic", "ratio"
+				printf "%-6s %-7s %-28s %12s %12s %8s\n", "kind", "size", "metric", "this", "classic", "ratio"
 				for (i = 1; i <= n; i++) {
 					split(keys[i], p, ",")
-					c = v[2, keys[i]]
-					printf "%-5s %-7s %-15s %12.1f %12s %8s\n", p[1], lbl(p[2]), p[3], v[1, keys[i]],
-						(c == "" ? "-" : sprintf("%.1f", c)), (c > 0 ? sprintf("%.2f", v[1, keys[i]] / c) : "-")
+					t = v[1, keys[i]]; c = v[2, keys[i]]
+					r = "-"
+					if (u[keys[i]] == "MiB/s" && t > 0)
+						r = sprintf("%.2f", c / t)
+					else if (u[keys[i]] != "MiB/s" && c > 0)
+						r = sprintf("%.2f", t / c)
+					printf "%-6s %-7s %-28s %12.1f %12s %8s\n", p[1], lbl(p[1], p[2]), p[3], t,
+						(c == "" ? "-" : sprintf("%.1f", c)), r
 				}
-			}' "$bench_dir/$KNAME.cycles.csv" "$bench_dir/$KNAME.cycles-classic.csv"
+			}' "$bench_dir/$KNAME.$name.csv" "$bench_dir/$KNAME.$name-classic.csv"
 	} > "$cmp"
 	sed 's/^/  | /' "$cmp"
 	echo "  info  side by side: $cmp"
+}
+
+# report_classic: --bench with BENCH_CLASSIC: the miss cycles (xpmem-bench
+# -c) and, unless BENCH_SCALE_ARGS is "-", the ranks mode of xpmem-scale,
+# each with this module and the other, and the ATTACH_PROFILE profiles.
+report_classic() {
+	local l
+	classic_pair CYCLES cycles "xpmem-bench -c" "$BENCH_ARGS"
+	[ "$BENCH_SCALE_ARGS" = - ] ||
+		classic_pair RANKS ranks xpmem-scale "$BENCH_SCALE_ARGS"
 	[ "$ATTACH_PROFILE" = 1 ] || return 0
 	for l in new classic; do
 		echo "#### $l module"

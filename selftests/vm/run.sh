@@ -19,7 +19,11 @@
 #                 it must leave OUTDIR/kernel/xpmem.ko, OUTDIR/include/xpmem.h
 #                 and OUTDIR/lib/.libs/libxpmem.a; x86_64 only), side by
 #                 side: build/bench/KERNEL.cycles{,-classic}.{txt,csv},
-#                 KERNEL.cycles-compare.txt (CLASSIC_FIRST=1: the other
+#                 KERNEL.cycles-compare.txt, and xpmem-scale's ranks mode
+#                 (all-to-all attach, passes, detach; options from
+#                 BENCH_SCALE_ARGS, default "-n 2,4,8,16 -r 5", "-" skips
+#                 it) with each: KERNEL.ranks{,-classic}.{txt,csv},
+#                 KERNEL.ranks-compare.txt (CLASSIC_FIRST=1: the other
 #                 module first); with ATTACH_PROFILE=1 also
 #                 where ATTACH and DETACH spend their time in each
 #                 (selftests/vm/attach-profile.sh): KERNEL.attach-profile.txt
@@ -179,6 +183,9 @@ mpi_bench_args=${MPI_BENCH_ARGS:--m 4M -n 10}
 [[ "$mpi_bench_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
 	die "MPI_BENCH_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$mpi_bench_args'"
 bench_args=${BENCH_ARGS:-}
+bench_scale_args=${BENCH_SCALE_ARGS:--n 2,4,8,16 -r 5}
+[[ "$bench_scale_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
+	die "BENCH_SCALE_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$bench_scale_args'"
 [[ "$bench_args" =~ ^[A-Za-z0-9_.,:+\ -]*$ ]] ||
 	die "BENCH_ARGS: only letters, digits, spaces and _.,:+- allowed, not '$bench_args'"
 bench_profile=${BENCH_PROFILE:-}
@@ -251,7 +258,8 @@ build() {
 }
 
 # build_classic: BENCH_CLASSIC's module and library for KDIR (once, kept
-# in $B/classic/KERNEL), and xpmem-bench-classic linked against them.
+# in $B/classic/KERNEL), and xpmem-bench-classic and xpmem-scale-classic
+# linked against them.
 build_classic() {
 	local cdir=$B/classic/$kname
 	if [ ! -f "$cdir/kernel/xpmem.ko" ] || [ ! -f "$cdir/lib/.libs/libxpmem.a" ]; then
@@ -260,7 +268,7 @@ build_classic() {
 			{ tail -n 20 "$out/classic-build.log" >&2; die "BENCH_CLASSIC: $bench_classic $KDIR $cdir failed"; }
 	fi
 	flock "$B/.make.lock" make -s B="$B" CLASSIC="$cdir" bench-classic >&2 ||
-		die "xpmem-bench-classic build failed"
+		die "xpmem-bench-classic or xpmem-scale-classic build failed"
 }
 
 # ---- initramfs --------------------------------------------------------------
@@ -384,7 +392,7 @@ write_run_env() {
 		have_mod:HAVE_MOD smp:SMP mem:MEM bench_args:BENCH_ARGS \
 		bench_profile:BENCH_PROFILE scale_args:SCALE_ARGS \
 		scale_churn:SCALE_CHURN scale_profile:SCALE_PROFILE scale_base:SCALE_BASE \
-		bench_classic:BENCH_CLASSIC attach_profile:ATTACH_PROFILE classic_first:CLASSIC_FIRST; do
+		bench_classic:BENCH_CLASSIC bench_scale_args:BENCH_SCALE_ARGS attach_profile:ATTACH_PROFILE classic_first:CLASSIC_FIRST; do
 		n=${v%%:*}
 		printf '%s=%q\n' "${v#*:}" "${!n}"
 	done

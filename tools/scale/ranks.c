@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * ranks.c - xpmem-scale's ranks mode: for each N, N ranks export their
- * whole address space and attach a window of every other rank; rank 0
- * times its calls that invalidate attached memory against the same calls
- * on memory nobody attached.
+ * whole address space and attach a window of every other rank, all at
+ * once (timed, in rounds of get+attach and detach+release); then, attached,
+ * they read each other's windows, and rank 0 times its calls that
+ * invalidate attached memory against the same calls on memory nobody
+ * attached.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,13 +27,18 @@
 #include "scale.h"
 
 enum metric {
-	M_READ1, M_READ2, M_DN_ATT, M_DN_UN, M_UM_ATT, M_UM_UN, M_MMAP,
+	M_ATT1, M_ATT, M_ATT_CPU, M_DET, M_DET_CPU, M_READ1, M_READ2, M_DN_ATT, M_DN_UN, M_UM_ATT, M_UM_UN, M_MMAP,
 	M_DETACH, NMETRICS
 };
 
 static const struct {
 	const char *csv, *label, *unit;
 } minfo[NMETRICS] = {
+	[M_ATT1]   = { "attach_all_first", "all-to-all get+attach 1st", "us" },
+	[M_ATT]    = { "attach_all", "all-to-all get+attach", "us" },
+	[M_ATT_CPU] = { "attach_all_cpu", "  CPU of all ranks", "us" },
+	[M_DET]    = { "detach_all", "all-to-all detach+release", "us" },
+	[M_DET_CPU] = { "detach_all_cpu", "  CPU of all ranks", "us" },
 	[M_READ1]  = { "read1", "all-to-all read 1st", "MiB/s" },
 	[M_READ2]  = { "read2", "all-to-all read 2nd", "MiB/s" },
 	[M_DN_ATT] = { "dontneed_attached", "MADV_DONTNEED attached", "us" },
@@ -50,8 +57,10 @@ struct shared {
 	atomic_int failed;
 	xpmem_segid_t segid[MAX_RANKS];
 	uintptr_t win[MAX_RANKS];	/* each rank's window */
+	size_t window;			/* its size */
 	pid_t pid[MAX_RANKS];
 	double t_pass[2][2];		/* rank 0: wall time of each pass */
+	double cpu[MAX_RANKS];		/* each rank's CPU time of a round */
 	double detach[MAX_RANKS];	/* each rank's median detach time */
 	double cost[NMETRICS][MAX_REPEATS];	/* rank 0's timings */
 };
@@ -100,24 +109,31 @@ static void rank_fail(struct shared *sh, int rank, const char *what)
 	atomic_store(&sh->failed, 1);
 }
 
-/* Attach @sh->window of every peer; the addresses go to @att. */
+/*
+ * Get and attach @window of every peer; the addresses go to @att, the
+ * access ids to @apid (NULL and -1 for this rank and after a failure).
+ */
 static int rank_attach(struct shared *sh, int rank, size_t window,
-		       char **att)
+		       char **att, xpmem_apid_t *apid)
 {
 	int p;
 
 	for (p = 0; p < sh->n; p++) {
+		att[p] = NULL;
+		apid[p] = -1;
+	}
+	for (p = 0; p < sh->n; p++) {
 		struct xpmem_addr a;
 
-		att[p] = NULL;
 		if (p == rank)
 			continue;
-		a.apid = xpmem_get(sh->segid[p], XPMEM_RDWR,
-				   XPMEM_PERMIT_MODE, NULL);
-		if (a.apid == -1) {
+		apid[p] = xpmem_get(sh->segid[p], XPMEM_RDWR,
+				    XPMEM_PERMIT_MODE, NULL);
+		if (apid[p] == -1) {
 			rank_fail(sh, rank, "xpmem_get");
 			return -1;
 		}
+		a.apid = apid[p];
 		a.offset = sh->win[p];
 		att[p] = xpmem_attach(a, window, NULL);
 		if (att[p] == (void *)-1) {
@@ -125,6 +141,81 @@ static int rank_attach(struct shared *sh, int rank, size_t window,
 			rank_fail(sh, rank, "xpmem_attach");
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/* Detach and release what rank_attach() got; -1 if a call failed. */
+static int rank_unattach(struct shared *sh, int rank, char **att,
+			 xpmem_apid_t *apid)
+{
+	int p, rc = 0;
+
+	for (p = 0; p < sh->n; p++) {
+		if (att[p] && xpmem_detach(att[p])) {
+			rank_fail(sh, rank, "xpmem_detach");
+			rc = -1;
+		}
+		if (apid[p] != -1 && xpmem_release(apid[p])) {
+			rank_fail(sh, rank, "xpmem_release");
+			rc = -1;
+		}
+		att[p] = NULL;
+		apid[p] = -1;
+	}
+	return rc;
+}
+
+/*
+ * One timed step of every rank at once: @step runs between two barriers;
+ * rank 0 records the wall time from the first barrier's end to the
+ * second's, and the sum of the ranks' CPU times.  Returns -1 (in every
+ * rank) if any rank failed.
+ */
+static int rank_step(struct shared *sh, int rank, int (*step)(struct shared *,
+		     int, char **, xpmem_apid_t *), char **att,
+		     xpmem_apid_t *apid, double *wall, double *cpu)
+{
+	double t0, c0;
+	int p;
+
+	sync_all(sh);
+	t0 = now_us();
+	c0 = cpu_us();
+	step(sh, rank, att, apid);
+	sh->cpu[rank] = cpu_us() - c0;
+	sync_all(sh);
+	if (rank == 0) {
+		*wall = now_us() - t0;
+		for (*cpu = 0, p = 0; p < sh->n; p++)
+			*cpu += sh->cpu[p];
+	}
+	return atomic_load(&sh->failed) ? -1 : 0;
+}
+
+static int step_attach(struct shared *sh, int rank, char **att,
+		       xpmem_apid_t *apid)
+{
+	return rank_attach(sh, rank, sh->window, att, apid);
+}
+
+/*
+ * @repeats rounds of: every rank gets and attaches every peer's window,
+ * then detaches and releases them all.  The first round's attach is
+ * also the first attachment of every owner (its notifier registration).
+ */
+static int rank_rounds(struct shared *sh, int rank, int repeats)
+{
+	char *att[MAX_RANKS];
+	xpmem_apid_t apid[MAX_RANKS];
+	int r;
+
+	for (r = 0; r < repeats; r++) {
+		if (rank_step(sh, rank, step_attach, att, apid,
+			      &sh->cost[M_ATT][r], &sh->cost[M_ATT_CPU][r]) ||
+		    rank_step(sh, rank, rank_unattach, att, apid,
+			      &sh->cost[M_DET][r], &sh->cost[M_DET_CPU][r]))
+			return -1;
 	}
 	return 0;
 }
@@ -236,6 +327,7 @@ static void rank_detach(struct shared *sh, int rank, char **att)
 static int rank_main(struct shared *sh, int rank, const struct opts *o)
 {
 	char *att[MAX_RANKS];
+	xpmem_apid_t apid[MAX_RANKS];
 	char *win, *priv;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -252,7 +344,9 @@ static int rank_main(struct shared *sh, int rank, const struct opts *o)
 			rank_fail(sh, rank, "xpmem_make (whole address space)");
 	}
 	sync_all(sh);
-	if (atomic_load(&sh->failed) || rank_attach(sh, rank, o->window, att))
+	if (atomic_load(&sh->failed) || rank_rounds(sh, rank, o->repeats))
+		return 1;
+	if (rank_attach(sh, rank, o->window, att, apid))
 		atomic_store(&sh->failed, 1);
 	sync_all(sh);
 	if (atomic_load(&sh->failed))
@@ -287,6 +381,7 @@ static int run_ranks(int n, const struct opts *o, struct summary *res)
 	}
 	memset(sh, 0, sizeof(*sh));
 	sh->n = n;
+	sh->window = o->window;
 	pthread_barrierattr_init(&ba);
 	pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
 	pthread_barrier_init(&sh->bar, &ba, n);
@@ -309,6 +404,12 @@ static int run_ranks(int n, const struct opts *o, struct summary *res)
 		fprintf(stderr, "xpmem-scale: N=%d failed\n", n);
 		munmap(sh, sizeof(*sh));
 		return -1;
+	}
+	res[M_ATT1] = (struct summary){ sh->cost[M_ATT][0], sh->cost[M_ATT][0],
+					sh->cost[M_ATT][0] };
+	for (m = M_ATT; m <= M_DET_CPU; m++) {
+		memcpy(v, sh->cost[m], o->repeats * sizeof(double));
+		res[m] = summarize(v, o->repeats);
 	}
 	bytes = (double)n * (n - 1) * o->window;
 	for (i = 0; i < 2; i++) {

@@ -4,7 +4,7 @@
  *
  * Files, each using only those listed before it:
  *
- *   util.c      the clock, medians, module counters, touching memory,
+ *   util.c      the clocks, medians, module counters, touching memory,
  *               reaping children
  *   ranks.c     ranks mode: N ranks attaching each other
  *   churn.c     churn mode: two processes writing each other's memory
@@ -44,6 +44,7 @@ struct summary {
 };
 
 double now_us(void);
+double cpu_us(void);
 struct summary summarize(double *v, int n);
 long stat_read(const char *name);
 int touch_write(char *p, size_t len, char v);
