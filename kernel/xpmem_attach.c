@@ -145,7 +145,8 @@ static void xpmem_attach_free_mirrored(struct xpmem_att *att)
 }
 
 /*
- * The worker of an attachment's end: runs on its own queue, holds no
+ * The worker of an attachment's end: runs on its own queue, within a tick
+ * of the release (xpmem_mirror_defer() queues ends in batches), holds no
  * lock, and nothing waits for it (an owner that keeps invalidating only
  * delays it, and with it the freeing of @att's memory).
  *
@@ -156,8 +157,9 @@ static void xpmem_attach_free_mirrored(struct xpmem_att *att)
  * attacher or the owner.  The core never calls it, so it cannot hold an
  * i_mmap_rwsem, mmap_lock or folio lock the wait depends on.  It owns
  * @att: the release (or failed ATTACH) handed it over and nothing else
- * reaches @att but the notifier callbacks and their listed zaps, which
- * the removal waits for.  It maps nothing and touches no owner memory;
+ * reaches @att but the batch that queues this work (xpmem_mirror_defer())
+ * and the notifier callbacks and their listed zaps, which the removal
+ * waits for.  It maps nothing and touches no owner memory;
  * the pages it frees were charged to the attacher (memcg, and the user's
  * revoked-page count was given back at release).
  */
@@ -176,7 +178,7 @@ static void xpmem_attach_free(struct xpmem_att *att)
 {
 	xpmem_attach_put_objects(att);
 	INIT_WORK(&att->free_work, xpmem_attach_unmirror_work);
-	xpmem_mirror_defer(&att->free_work);
+	xpmem_mirror_defer(att);
 }
 
 static int xpmem_attach_mmap(struct file *file, struct vm_area_struct *vma)
@@ -343,40 +345,54 @@ static int xpmem_attach_link(struct xpmem_att *att)
 	return ret;
 }
 
+/* The owner's record, and a notifier per mirror. */
+static int xpmem_attach_insert(struct xpmem_att *att)
+{
+	unsigned int i;
+	int ret;
+
+	ret = xpmem_mirror_owner_get(att, att->seg->mm);
+	for (i = 0; i < att->nr_mirrors && !ret; i++) {
+		struct xpmem_mirror *m = &att->mirrors[i];
+
+		ret = mmu_interval_notifier_insert(&m->notifier, att->seg->mm,
+						   m->r.oaddr, m->r.len,
+						   &xpmem_mirror_ops);
+		m->live = !ret;
+	}
+	return ret;
+}
+
 /*
  * Mirror the owner's ranges: the owner must still have an address space.
  *
  * The first notifier of an mm takes every lock of it, VMA by VMA, and
  * gives up with -EINTR as soon as a signal is pending: a caller whose
  * signals come faster than that walk ends (a profiling timer, an owner of
- * thousands of VMAs) would never get through.  So every signal but
- * SIGKILL and SIGSTOP is blocked for the registration and delivered after
- * it.  What still ends it is a fatal signal (-EINTR) or io_uring task work
- * (TIF_NOTIFY_SIGNAL, which no mask holds back): ATTACH, an ioctl only,
- * has done nothing visible yet and is restarted once the work has run, as
- * a classic caller expects no EINTR.
+ * thousands of VMAs) would never get through.  So, unless the owner's
+ * MAKE registered everything already (xpmem_mirror_owner_ready()), every
+ * signal but SIGKILL and SIGSTOP is blocked for the registration and
+ * delivered after it.  What still ends it is a fatal signal (-EINTR) or
+ * io_uring task work (TIF_NOTIFY_SIGNAL, which no mask holds back):
+ * ATTACH, an ioctl only, has done nothing visible yet and is restarted
+ * once the work has run, as a classic caller expects no EINTR.
  */
 static int xpmem_attach_mirror(struct xpmem_att *att)
 {
 	struct xpmem_seg *seg = att->seg;
 	sigset_t all, old;
-	unsigned int i;
-	int ret = 0;
+	int ret;
 
 	if (!mmget_not_zero(seg->mm))
 		return -ENOENT;
-	siginitsetinv(&all, sigmask(SIGKILL) | sigmask(SIGSTOP));
-	sigprocmask(SIG_BLOCK, &all, &old);
-	ret = xpmem_mirror_owner_get(att, seg->mm);
-	for (i = 0; i < att->nr_mirrors && !ret; i++) {
-		struct xpmem_mirror *m = &att->mirrors[i];
-
-		ret = mmu_interval_notifier_insert(&m->notifier, seg->mm,
-						   m->r.oaddr, m->r.len,
-						   &xpmem_mirror_ops);
-		m->live = !ret;
+	if (xpmem_mirror_owner_ready(seg)) {
+		ret = xpmem_attach_insert(att);
+	} else {
+		siginitsetinv(&all, sigmask(SIGKILL) | sigmask(SIGSTOP));
+		sigprocmask(SIG_BLOCK, &all, &old);
+		ret = xpmem_attach_insert(att);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (!ret)
 		xpmem_mirror_settle(att);
 	mmput(seg->mm);

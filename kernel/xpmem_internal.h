@@ -136,6 +136,7 @@
 #include <linux/completion.h>
 #include <linux/hmm.h>
 #include <linux/kref.h>
+#include <linux/llist.h>
 #include <linux/refcount.h>
 #include <linux/workqueue.h>
 #include <linux/wait.h>
@@ -403,6 +404,7 @@ struct xpmem_att {
 	struct xpmem_owner_ref *owner_ref;	/* keeps @owner_notifier */
 	/* release: the notifiers are removed, and @att freed, in a worker */
 	struct work_struct free_work;
+	struct llist_node end_node;	/* waiting for it (xpmem_mirror.c) */
 	/* waits for the invalidations in flight at insertion (mirror.c) */
 	struct work_struct settle_work;
 	unsigned int first_range;	/* segment range of mirrors[0] */
@@ -562,11 +564,12 @@ void xpmem_zap_mapped_forget(struct xpmem_att *att, unsigned long off,
 int xpmem_mirror_init(void);
 void xpmem_mirror_exit(void);
 extern const struct mmu_interval_notifier_ops xpmem_mirror_ops;
-void xpmem_mirror_defer(struct work_struct *work);
+void xpmem_mirror_defer(struct xpmem_att *att);
 bool xpmem_mirror_vma_ok(struct vm_area_struct *vma);
 struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
 				       unsigned long *oaddr);
 struct xpmem_owner_ref *xpmem_mirror_owner_prepare(struct xpmem_seg *seg);
+bool xpmem_mirror_owner_ready(struct xpmem_seg *seg);
 int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm);
 void xpmem_mirror_owner_put(struct xpmem_att *att);
 void xpmem_mirror_settle_init(struct xpmem_att *att);

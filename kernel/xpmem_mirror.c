@@ -22,6 +22,7 @@
  * This file calls nothing of the fault path (xpmem_fault.c), which uses it.
  */
 #include <linux/hash.h>
+#include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -350,10 +351,32 @@ struct xpmem_owner_ref *xpmem_mirror_owner_prepare(struct xpmem_seg *seg)
 	notif = container_of(r->mn, struct xpmem_owner_notifier, mn);
 	/* what mmu_interval_notifier_insert() would do at the first ATTACH */
 	if (!READ_ONCE(notif->itree) && !mmu_notifier_register(NULL, seg->mm))
-		WRITE_ONCE(notif->itree, true);
+		/* pairs with xpmem_mirror_owner_ready() */
+		smp_store_release(&notif->itree, true);
 out:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
+}
+
+/**
+ * xpmem_mirror_owner_ready - will an ATTACH of @seg register nothing?
+ * @seg: a segment
+ *
+ * True once @seg has the owner's record and the owner's mm has interval
+ * notifiers enabled (xpmem_mirror_owner_prepare() at MAKE): then neither
+ * xpmem_mirror_owner_get() nor mmu_interval_notifier_insert() registers a
+ * notifier, the only part of them that takes the owner's locks or gives
+ * up at a signal (-EINTR).  Neither is ever undone while the mm lives.
+ */
+bool xpmem_mirror_owner_ready(struct xpmem_seg *seg)
+{
+	/* pairs with the cmpxchg_release() in xpmem_mirror_seg_owner() */
+	struct xpmem_owner_ref *r = smp_load_acquire(&seg->owner_ref);
+
+	/* and the mm's registration is seen with the flag */
+	return r && smp_load_acquire(&container_of(r->mn,
+						   struct xpmem_owner_notifier,
+						   mn)->itree);
 }
 
 /**
@@ -718,14 +741,40 @@ const struct mmu_interval_notifier_ops xpmem_mirror_ops = {
 	.invalidate = xpmem_mirror_invalidate,
 };
 
-/**
- * xpmem_mirror_defer - run @work on the module's queue for waits the owner
- * can prolong (apart from the zap worker, which such work may wait for)
- * @work: the work
+/*
+ * Attachment ends wait here, for up to a tick, before their works are
+ * queued: a work queued at each release wakes a kworker there and then,
+ * and that wake-up (and the switch to the kworker it causes) took most of
+ * a release's time.  The batch work only queues each end's own work, so
+ * an end whose owner keeps invalidating holds up no other.
  */
-void xpmem_mirror_defer(struct work_struct *work)
+static LLIST_HEAD(xpmem_mirror_ends);
+
+static void xpmem_mirror_ends_work(struct work_struct *work)
 {
-	queue_work(xpmem_mirror_free_wq, work);
+	struct llist_node *list = llist_del_all(&xpmem_mirror_ends);
+	struct xpmem_att *att, *next;
+
+	llist_for_each_entry_safe(att, next, list, end_node)
+		queue_work(xpmem_mirror_free_wq, &att->free_work);
+}
+
+static DECLARE_DELAYED_WORK(xpmem_mirror_ends_dwork, xpmem_mirror_ends_work);
+
+/**
+ * xpmem_mirror_defer - run @att's end (@att->free_work) on the module's
+ * queue for waits the owner can prolong (apart from the zap worker, which
+ * such work may wait for), within a tick
+ * @att: an attachment whose objects are put; its end owns it from here
+ *
+ * Context: any process context; takes no lock, waits for nothing.
+ */
+void xpmem_mirror_defer(struct xpmem_att *att)
+{
+	/* the first end of a batch schedules it; the batch work empties it */
+	if (llist_add(&att->end_node, &xpmem_mirror_ends))
+		queue_delayed_work(xpmem_mirror_free_wq,
+				   &xpmem_mirror_ends_dwork, 1);
 }
 
 int xpmem_mirror_init(void)
@@ -744,7 +793,12 @@ int xpmem_mirror_init(void)
 
 void xpmem_mirror_exit(void)
 {
-	/* an attachment end may still be returning from its last put */
+	/*
+	 * Every attachment is released (its file held the module): queue
+	 * the last batch of ends now; the destroy runs them and waits for
+	 * ends still returning from their last put.
+	 */
+	flush_delayed_work(&xpmem_mirror_ends_dwork);
 	destroy_workqueue(xpmem_mirror_free_wq);
 	/* the owners' records are freed after an SRCU grace period */
 	mmu_notifier_synchronize();
