@@ -45,7 +45,8 @@ judge_suites() {
 	while read -r p n tmo _; do
 		case "$p" in kernel | fallback) expected+=("$p $n $tmo") ;; esac
 	done < "$out/suites.txt"
-	[ "$HAVE_MOD" = 1 ] && expected+=("RESULT insmod" "RESULT rmmod_after_suites")
+	[ "$HAVE_MOD" = 1 ] && expected+=("RESULT insmod" "RESULT rmmod_after_suites"
+		"RESULT rmmod_right_after_detach")
 	for e in ${expected[@]+"${expected[@]}"}; do
 		case "$e" in
 		"RESULT "*)
