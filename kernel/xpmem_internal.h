@@ -565,6 +565,7 @@ int xpmem_mirror_init(void);
 void xpmem_mirror_exit(void);
 extern const struct mmu_interval_notifier_ops xpmem_mirror_ops;
 void xpmem_mirror_defer(struct xpmem_att *att);
+void xpmem_mirror_ends_now(void);
 bool xpmem_mirror_vma_ok(struct vm_area_struct *vma);
 struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
 				       unsigned long *oaddr);

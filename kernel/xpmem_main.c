@@ -94,6 +94,7 @@ static int xpmem_main_release(struct inode *inode, struct file *file)
 		xpmem_seg_owner_ref_put(ctx->owner_ref);
 	ctx->owner_ref = NULL;
 	xpmem_ctx_put(ctx);	/* attachments may keep it a while */
+	xpmem_mirror_ends_now();	/* theirs, released before this close */
 	xpmem_attach_fs_unpin();
 	return 0;
 }

@@ -746,7 +746,8 @@ const struct mmu_interval_notifier_ops xpmem_mirror_ops = {
  * queued: a work queued at each release wakes a kworker there and then,
  * and that wake-up (and the switch to the kworker it causes) took most of
  * a release's time.  The batch work only queues each end's own work, so
- * an end whose owner keeps invalidating holds up no other.
+ * an end whose owner keeps invalidating holds up no other.  The ends of a
+ * process that exits, or closes /dev/xpmem, are queued at once.
  */
 static LLIST_HEAD(xpmem_mirror_ends);
 
@@ -764,7 +765,7 @@ static DECLARE_DELAYED_WORK(xpmem_mirror_ends_dwork, xpmem_mirror_ends_work);
 /**
  * xpmem_mirror_defer - run @att's end (@att->free_work) on the module's
  * queue for waits the owner can prolong (apart from the zap worker, which
- * such work may wait for), within a tick
+ * such work may wait for), within a tick (at once in an exiting task)
  * @att: an attachment whose objects are put; its end owns it from here
  *
  * Context: any process context; takes no lock, waits for nothing.
@@ -772,9 +773,29 @@ static DECLARE_DELAYED_WORK(xpmem_mirror_ends_dwork, xpmem_mirror_ends_work);
 void xpmem_mirror_defer(struct xpmem_att *att)
 {
 	/* the first end of a batch schedules it; the batch work empties it */
-	if (llist_add(&att->end_node, &xpmem_mirror_ends))
+	bool first = llist_add(&att->end_node, &xpmem_mirror_ends);
+
+	if (current->flags & PF_EXITING)
+		mod_delayed_work(xpmem_mirror_free_wq,
+				 &xpmem_mirror_ends_dwork, 0);
+	else if (first)
 		queue_delayed_work(xpmem_mirror_free_wq,
 				   &xpmem_mirror_ends_dwork, 1);
+}
+
+/**
+ * xpmem_mirror_ends_now - queue the waiting attachment ends at once
+ *
+ * At the close of /dev/xpmem (a process that exits or is done with xpmem),
+ * so that what its attachments hold - their memory, and the module while
+ * their file system is pinned - goes as soon as their ends can run, not a
+ * tick later.  Context: process; takes no lock, waits for nothing.
+ */
+void xpmem_mirror_ends_now(void)
+{
+	if (!llist_empty(&xpmem_mirror_ends))
+		mod_delayed_work(xpmem_mirror_free_wq,
+				 &xpmem_mirror_ends_dwork, 0);
 }
 
 int xpmem_mirror_init(void)

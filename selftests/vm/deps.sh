@@ -34,12 +34,12 @@ gnuplot-nox openssl rpm rpmlint \
 autoconf automake libtool libnuma-dev libucx-dev ucx-utils openmpi-bin libopenmpi-dev"
 ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm liburing-dev:arm64"
 
-mode=test
+mode="test"
 check_only=0
 for a in "$@"; do
 	case $a in
 	build|test|arm64) mode=$a ;;
-	all) mode=test ;;
+	all) mode="test" ;;
 	--check) check_only=1 ;;
 	*) echo "usage: $0 [build|test|all|arm64] [--check]" >&2; exit 2 ;;
 	esac

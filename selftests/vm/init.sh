@@ -266,16 +266,14 @@ if [ -d /sys/module/xpmem ]; then
 fi
 
 # An attachment's end runs within a tick of its release, so the module's
-# exit runs the ends still waiting: attach and detach (xpmem-demo), then
-# unload at once; a timer left behind would fire into the freed module
-# (a kernel report, which judge.sh counts).
+# exit runs the ends still waiting: unload_after_detach removes the module
+# as soon as its child's attachment is gone; a timer left behind would fire
+# into the freed module (a kernel report, which judge.sh counts).
 if [ -f /xpmem.ko ] && [ ! -d /sys/module/xpmem ] && insmod /xpmem.ko; then
-	if XPMEM_BACKEND=kernel /tools/xpmem-demo > /tmp/demo-rmmod.txt 2>&1 &&
-		rmmod xpmem; then
+	if /selftests/unload_after_detach; then
 		rec "RESULT rmmod_right_after_detach ok"
 	else
 		rec "RESULT rmmod_right_after_detach fail"
-		cat /tmp/demo-rmmod.txt
 		unload_module
 	fi
 fi
