@@ -91,6 +91,29 @@ mode_demo() {
 	fi
 }
 
+# framed_run TAG LABEL PROGRAM ARGS...: run PROGRAM ARGS -o CSV in /tmp
+# through the module; its table to the console, then table and CSV to the
+# result channel between @@XPMEM TAG-TABLE-BEGIN/END and TAG-CSV-BEGIN/END
+# LABEL lines (the table's end line with rc=STATUS).
+framed_run() {
+	tag=$1 lbl=$2
+	shift 2
+	t0=$(date +%s)
+	(cd /tmp && XPMEM_BACKEND=kernel "$@" -o /tmp/framed.csv > /tmp/framed.txt)
+	rc=$?
+	say "$1 exit status $rc after $(( $(date +%s) - t0 ))s"
+	cat /tmp/framed.txt
+	{
+		echo "@@XPMEM $tag-TABLE-BEGIN $lbl"
+		cat /tmp/framed.txt
+		echo "@@XPMEM $tag-TABLE-END $lbl rc=$rc"
+		echo "@@XPMEM $tag-CSV-BEGIN $lbl"
+		cat /tmp/framed.csv 2>/dev/null
+		echo "@@XPMEM $tag-CSV-END $lbl"
+	} > "$R"
+	rm -f /tmp/framed.csv /tmp/framed.txt
+}
+
 # mode_classic: xpmem-bench -c (BENCH_ARGS) and xpmem-scale
 # (BENCH_SCALE_ARGS, "-" for none) with this module, then
 # xpmem-bench-classic -c and xpmem-scale-classic with the other
@@ -111,38 +134,12 @@ mode_classic() {
 			say "insmod $ko failed"
 			continue
 		fi
-		t0=$(date +%s)
 		# shellcheck disable=SC2086 # BENCH_ARGS is a word list
-		(cd /tmp && XPMEM_BACKEND=kernel $bench -c $BENCH_ARGS \
-			-o /tmp/cycles.csv > /tmp/cycles.txt)
-		rc=$?
-		say "$bench -c exit status $rc after $(( $(date +%s) - t0 ))s"
-		cat /tmp/cycles.txt
-		{
-			echo "@@XPMEM CYCLES-TABLE-BEGIN $l"
-			cat /tmp/cycles.txt
-			echo "@@XPMEM CYCLES-TABLE-END $l rc=$rc"
-			echo "@@XPMEM CYCLES-CSV-BEGIN $l"
-			cat /tmp/cycles.csv 2>/dev/null
-			echo "@@XPMEM CYCLES-CSV-END $l"
-		} > "$R"
+		framed_run CYCLES "$l" $bench -c $BENCH_ARGS
 		if [ "$BENCH_SCALE_ARGS" != - ]; then
 			say "---- bench: $scale $BENCH_SCALE_ARGS, module $ko ----"
-			t0=$(date +%s)
 			# shellcheck disable=SC2086 # BENCH_SCALE_ARGS is a word list
-			(cd /tmp && XPMEM_BACKEND=kernel $scale $BENCH_SCALE_ARGS \
-				-o /tmp/ranks.csv > /tmp/ranks.txt)
-			rc=$?
-			say "$scale exit status $rc after $(( $(date +%s) - t0 ))s"
-			cat /tmp/ranks.txt
-			{
-				echo "@@XPMEM RANKS-TABLE-BEGIN $l"
-				cat /tmp/ranks.txt
-				echo "@@XPMEM RANKS-TABLE-END $l rc=$rc"
-				echo "@@XPMEM RANKS-CSV-BEGIN $l"
-				cat /tmp/ranks.csv 2>/dev/null
-				echo "@@XPMEM RANKS-CSV-END $l"
-			} > "$R"
+			framed_run RANKS "$l" $scale $BENCH_SCALE_ARGS
 		fi
 		if [ "$ATTACH_PROFILE" = 1 ]; then
 			: > /tmp/aprof.txt
