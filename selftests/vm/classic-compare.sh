@@ -22,6 +22,8 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
+# shellcheck source=selftests/vm/median.sh
+. selftests/vm/median.sh
 me=classic-compare
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 	echo "usage: BENCH_CLASSIC=SCRIPT $0 KERNEL [BOOTS]" >&2
@@ -73,14 +75,7 @@ done > "$raw"
 
 # boot name kind size metric this classic unit -> medians per metric
 awk -v kernel="$kernel" -v head="$(git rev-parse --short HEAD)" \
-	-v args="xpmem-bench -c ${BENCH_ARGS:-(defaults)}; xpmem-scale $BENCH_SCALE_ARGS" '
-function median(a, n,    i, j, t) {
-	for (i = 2; i <= n; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-		}
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+	-v args="xpmem-bench -c ${BENCH_ARGS:-(defaults)}; xpmem-scale $BENCH_SCALE_ARGS" "$AWK_MEDIAN"'
 function lbl(k, b) {
 	if (k == "ranks") return b
 	return b % 1048576 ? b / 1024 "K" : b / 1048576 "M"

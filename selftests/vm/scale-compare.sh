@@ -17,6 +17,8 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
+# shellcheck source=selftests/vm/median.sh
+. selftests/vm/median.sh
 me=scale-compare
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then
 	echo "usage: $0 KERNEL BASE-REV [BOOTS]" >&2
@@ -58,14 +60,7 @@ done > "$B/bench/.scale-compare.raw"
 
 # boot label call slope ratio -> per boot, then medians
 awk -v kernel="$kernel" -v base="$(git rev-parse --short "$base")" \
-	-v head="$(git rev-parse --short HEAD)" -v args="$args" '
-function median(a, n,    i, j, t) {
-	for (i = 2; i <= n; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-		}
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+	-v head="$(git rev-parse --short HEAD)" -v args="$args" "$AWK_MEDIAN"'
 { s[$1, $2, $3] = $4; r[$1, $2, $3] = $5; if ($1 > nb) nb = $1 }
 END {
 	printf "# %s: module of %s (base) and of this tree (%s), xpmem-scale %s, %d boots\n",
