@@ -751,6 +751,20 @@ const struct mmu_interval_notifier_ops xpmem_mirror_ops = {
  */
 static LLIST_HEAD(xpmem_mirror_ends);
 
+/*
+ * The batch work: queues the end work of every attachment on the list.
+ *
+ * May wait for: nothing - it takes no lock, allocates nothing and only
+ * queues works.  The core never calls it, so it holds no i_mmap_rwsem,
+ * mmap_lock or folio lock.  It maps nothing and touches no owner memory
+ * (placement and revocation are not its concern), so no owner or other
+ * user can prolong it or make anyone's sleep uninterruptible through it.
+ * What it touches: each listed attachment, which its release handed over
+ * to its end and which only that end frees - queued here, so it cannot
+ * run before (llist_for_each_entry_safe() reads the next node first); and
+ * the module, which the listed attachments keep loaded (their file
+ * system's pin) and whose exit flushes this work.
+ */
 static void xpmem_mirror_ends_work(struct work_struct *work)
 {
 	struct llist_node *list = llist_del_all(&xpmem_mirror_ends);
@@ -761,6 +775,21 @@ static void xpmem_mirror_ends_work(struct work_struct *work)
 }
 
 static DECLARE_DELAYED_WORK(xpmem_mirror_ends_dwork, xpmem_mirror_ends_work);
+
+/**
+ * xpmem_mirror_ends_now - queue the waiting attachment ends at once
+ *
+ * At the close of /dev/xpmem (a process that exits or is done with xpmem),
+ * so that what its attachments hold - their memory, and the module while
+ * their file system is pinned - goes as soon as their ends can run, not a
+ * tick later.  Context: process; takes no lock, waits for nothing.
+ */
+void xpmem_mirror_ends_now(void)
+{
+	if (!llist_empty(&xpmem_mirror_ends))
+		mod_delayed_work(xpmem_mirror_free_wq,
+				 &xpmem_mirror_ends_dwork, 0);
+}
 
 /**
  * xpmem_mirror_defer - run @att's end (@att->free_work) on the module's
@@ -776,26 +805,10 @@ void xpmem_mirror_defer(struct xpmem_att *att)
 	bool first = llist_add(&att->end_node, &xpmem_mirror_ends);
 
 	if (current->flags & PF_EXITING)
-		mod_delayed_work(xpmem_mirror_free_wq,
-				 &xpmem_mirror_ends_dwork, 0);
+		xpmem_mirror_ends_now();
 	else if (first)
 		queue_delayed_work(xpmem_mirror_free_wq,
 				   &xpmem_mirror_ends_dwork, 1);
-}
-
-/**
- * xpmem_mirror_ends_now - queue the waiting attachment ends at once
- *
- * At the close of /dev/xpmem (a process that exits or is done with xpmem),
- * so that what its attachments hold - their memory, and the module while
- * their file system is pinned - goes as soon as their ends can run, not a
- * tick later.  Context: process; takes no lock, waits for nothing.
- */
-void xpmem_mirror_ends_now(void)
-{
-	if (!llist_empty(&xpmem_mirror_ends))
-		mod_delayed_work(xpmem_mirror_free_wq,
-				 &xpmem_mirror_ends_dwork, 0);
 }
 
 int xpmem_mirror_init(void)
