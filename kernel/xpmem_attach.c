@@ -176,6 +176,7 @@ static void xpmem_attach_unmirror_work(struct work_struct *work)
  */
 static void xpmem_attach_free(struct xpmem_att *att)
 {
+	WRITE_ONCE(att->ended, true);
 	xpmem_attach_put_objects(att);
 	INIT_WORK(&att->free_work, xpmem_attach_unmirror_work);
 	xpmem_mirror_defer(att);

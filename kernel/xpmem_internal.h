@@ -378,6 +378,11 @@ struct xpmem_att {
 	struct mutex pt_lock;		/* page tables, PMDs (xpmem_map.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
 	bool dead;			/* under lock: revoked (SIGBUS) */
+	/*
+	 * Set once, by its end (xpmem_attach_free()): no VMA maps it and none
+	 * will, so no PTE, fault or zap is left for the callback to mind
+	 */
+	bool ended;
 	bool zero_revoked;		/* revoked: zeros, not SIGBUS */
 	struct xarray zero_pages;	/* its private pages once revoked */
 	struct xpmem_user *zero_user;	/* charged for them (referenced) */

@@ -689,6 +689,14 @@ static bool xpmem_mirror_invalidate(struct mmu_interval_notifier *mni,
 	/* Caused by our own zap of attachment VMAs: nothing mirrors those. */
 	if (xpmem_zap_in_worker())
 		return true;
+	/*
+	 * Released, its notifiers not yet removed (its end waits up to a
+	 * tick): nothing to do, and no lock to take, so the OOM reaper's or
+	 * process_mrelease()'s invalidation of an exiting owner cannot fail
+	 * on att->lock held by the owner's own exit.
+	 */
+	if (READ_ONCE(att->ended))
+		return true;
 
 	if (blockable) {
 		rec = xpmem_mirror_owner_note(att->owner_notifier, range);

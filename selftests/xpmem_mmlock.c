@@ -642,6 +642,55 @@ TEST_F_TIMEOUT(mmlock, mrelease_after_detach_never_eagain, 180)
 	mrelease_rounds(_metadata, self, true);
 }
 
+#define ENDED_ROUNDS	8
+#define ENDED_PAGES	16
+
+/*
+ * An attachment whose last mapping is gone has ended, though its notifier
+ * is removed up to a tick later: the owner's invalidations in between find
+ * nothing to do and take none of its locks - otherwise an exiting owner's
+ * own unmapping, holding one, made the OOM reaper and process_mrelease()
+ * fail with EAGAIN (mrelease_after_detach_never_eagain, now and then).
+ * Seen here as the invalidation count, which a callback that does any work
+ * raises: in ENDED_ROUNDS rounds of attach, touch, munmap and at once
+ * MADV_DONTNEED of the owner's pages, none may be counted.
+ */
+TEST_F(mmlock, invalidation_after_detach_finds_nothing)
+{
+	long counted = 0, base;
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	char *mem;
+	int round;
+	void *va;
+
+	if (stat_read("invalidations") < 0)
+		SKIP(return, "no statistics (sysfs of the module unreadable)");
+	mem = mmap(NULL, ENDED_PAGES * PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	ASSERT_EQ(0, xp_make(self->fd, mem, ENDED_PAGES * PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	for (round = 0; round < ENDED_ROUNDS; round++) {
+		memset(mem, round + 1, ENDED_PAGES * PAGE);
+		ASSERT_EQ(0, xp_attach(self->fd, apid, 0, ENDED_PAGES * PAGE,
+				       NULL, &va));
+		ASSERT_EQ(0, all_bytes(va, ENDED_PAGES * PAGE, round + 1));
+		/* the release runs before munmap returns (its task work) */
+		ASSERT_EQ(0, munmap(va, ENDED_PAGES * PAGE));
+		base = stat_read("invalidations");
+		ASSERT_EQ(0, madvise(mem, ENDED_PAGES * PAGE, MADV_DONTNEED));
+		counted += stat_read("invalidations") - base;
+	}
+	TH_LOG("%ld of %d invalidations after a detach reached an attachment",
+	       counted, ENDED_ROUNDS);
+	ASSERT_EQ(0, counted);
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(0, munmap(mem, ENDED_PAGES * PAGE));
+	ASSERT_COUNTERS_AT_BASE();
+}
+
 /*
  * The fault path counts sequence retries
  * (an invalidation raced with the fault) apart from lock retries.  Values
