@@ -346,13 +346,17 @@ static int xpmem_attach_link(struct xpmem_att *att)
 	return ret;
 }
 
-/* The owner's record, and a notifier per mirror. */
-static int xpmem_attach_insert(struct xpmem_att *att)
+/*
+ * The owner's record, and a notifier per mirror; *@quiet: whether they
+ * may settle at once (xpmem_mirror_quiet(), asked before the insertion).
+ */
+static int xpmem_attach_insert(struct xpmem_att *att, bool *quiet)
 {
 	unsigned int i;
 	int ret;
 
 	ret = xpmem_mirror_owner_get(att, att->seg->mm);
+	*quiet = !ret && xpmem_mirror_quiet(att);
 	for (i = 0; i < att->nr_mirrors && !ret; i++) {
 		struct xpmem_mirror *m = &att->mirrors[i];
 
@@ -382,20 +386,21 @@ static int xpmem_attach_mirror(struct xpmem_att *att)
 {
 	struct xpmem_seg *seg = att->seg;
 	sigset_t all, old;
+	bool quiet;
 	int ret;
 
 	if (!mmget_not_zero(seg->mm))
 		return -ENOENT;
 	if (xpmem_mirror_owner_ready(seg)) {
-		ret = xpmem_attach_insert(att);
+		ret = xpmem_attach_insert(att, &quiet);
 	} else {
 		siginitsetinv(&all, sigmask(SIGKILL) | sigmask(SIGSTOP));
 		sigprocmask(SIG_BLOCK, &all, &old);
-		ret = xpmem_attach_insert(att);
+		ret = xpmem_attach_insert(att, &quiet);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
 	if (!ret)
-		xpmem_mirror_settle(att);
+		xpmem_mirror_settle(att, quiet);
 	mmput(seg->mm);
 	if (ret == -EINTR && !fatal_signal_pending(current))
 		ret = -ERESTARTNOINTR;

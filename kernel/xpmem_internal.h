@@ -440,6 +440,7 @@ struct xpmem_stats {
 	atomic_long_t pages_mapped;
 	atomic_long_t pmd_mapped;
 	atomic_long_t invalidations;
+	atomic_long_t settle_works;
 };
 
 extern struct xpmem_stats xpmem_stats;
@@ -579,7 +580,8 @@ bool xpmem_mirror_owner_ready(struct xpmem_seg *seg);
 int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm);
 void xpmem_mirror_owner_put(struct xpmem_att *att);
 void xpmem_mirror_settle_init(struct xpmem_att *att);
-void xpmem_mirror_settle(struct xpmem_att *att);
+bool xpmem_mirror_quiet(struct xpmem_att *att);
+void xpmem_mirror_settle(struct xpmem_att *att, bool quiet);
 int xpmem_mirror_wait(struct xpmem_mirror *m, unsigned long start,
 		      unsigned long end);
 bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg,

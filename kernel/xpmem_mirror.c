@@ -144,7 +144,19 @@ struct xpmem_owner_notifier {
 	struct list_head inflight;	/* struct xpmem_owner_inval */
 	unsigned int nr;		/* on inflight */
 	bool lost;			/* a record failed: use the core's */
-	bool itree;			/* the mm's interval tree is enabled */
+	/*
+	 * The sentinel is inserted (so the mm's interval tree is enabled):
+	 * set once, with release, by xpmem_mirror_owner_prepare()
+	 */
+	bool itree;
+	atomic_t sentinel_claim;	/* 1: an insertion is being tried */
+	/*
+	 * An interval notifier over the whole address space, whose callback
+	 * does nothing: see xpmem_mirror_quiet().  Removed, and the record
+	 * freed, by @free_work once the core frees the record.
+	 */
+	struct mmu_interval_notifier sentinel;
+	struct work_struct free_work;
 	wait_queue_head_t wq;		/* faults waiting for an end */
 };
 
@@ -170,10 +182,8 @@ static struct mmu_notifier *xpmem_mirror_owner_alloc(struct mm_struct *mm)
 	return &notif->mn;
 }
 
-static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
+static void xpmem_mirror_owner_release(struct xpmem_owner_notifier *notif)
 {
-	struct xpmem_owner_notifier *notif =
-		container_of(mn, struct xpmem_owner_notifier, mn);
 	struct xpmem_owner_inval *f, *tmp;
 
 	list_for_each_entry_safe(f, tmp, &notif->inflight, node) {
@@ -181,6 +191,75 @@ static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
 		kfree(f);
 	}
 	kfree(notif);
+}
+
+/*
+ * The end of an owner's record with a sentinel: remove it, then free.
+ *
+ * May wait for: the owner's invalidations in flight, uninterruptibly, if
+ * the removal is deferred (mmu_interval_notifier_remove()) - in a kworker,
+ * which nothing waits for but module exit, when no owner is left to
+ * prolong it.  The core never calls it, so it holds no lock that wait
+ * could need.  It owns the record: the core handed it over
+ * (xpmem_mirror_owner_free()) after its last put and an SRCU grace
+ * period, and only the sentinel's callback, which touches nothing, may
+ * still run until the removal returns.  It maps nothing, reads no owner
+ * memory and allocates nothing.
+ */
+static void xpmem_mirror_owner_free_work(struct work_struct *work)
+{
+	struct xpmem_owner_notifier *notif =
+		container_of(work, struct xpmem_owner_notifier, free_work);
+
+	mmu_interval_notifier_remove(&notif->sentinel);
+	xpmem_mirror_owner_release(notif);
+}
+
+/* From an SRCU callback: may not sleep, so a sentinel goes in a work. */
+static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
+{
+	struct xpmem_owner_notifier *notif =
+		container_of(mn, struct xpmem_owner_notifier, mn);
+
+	if (!READ_ONCE(notif->itree)) {
+		xpmem_mirror_owner_release(notif);
+		return;
+	}
+	INIT_WORK(&notif->free_work, xpmem_mirror_owner_free_work);
+	queue_work(xpmem_mirror_free_wq, &notif->free_work);
+}
+
+/*
+ * The sentinel's callback: being in the owner's interval tree is all a
+ * sentinel does.  May wait for nothing; touches nothing but its argument.
+ */
+static bool xpmem_mirror_sentinel_invalidate(struct mmu_interval_notifier *mni,
+					     const struct mmu_notifier_range *range,
+					     unsigned long cur_seq)
+{
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops xpmem_mirror_sentinel_ops = {
+	.invalidate = xpmem_mirror_sentinel_invalidate,
+};
+
+/*
+ * Is @mni in its mm's interval tree (not waiting on the deferred list)?
+ * The core clears the node at insertion and links it under the
+ * subscriptions' lock, directly or at the end of the invalidations that
+ * deferred it; once linked, it stays until removed.
+ */
+static bool xpmem_mirror_linked(struct mmu_interval_notifier *mni)
+{
+	struct rb_node *node = &mni->interval_tree.rb;
+
+	/*
+	 * Acquire: what the invalidations that deferred it did before their
+	 * end linked it is seen after this
+	 */
+	return smp_load_acquire(&node->__rb_parent_color) !=
+	       (unsigned long)node;
 }
 
 /*
@@ -349,10 +428,21 @@ struct xpmem_owner_ref *xpmem_mirror_owner_prepare(struct xpmem_seg *seg)
 	}
 	refcount_inc(&r->ref);	/* the caller's */
 	notif = container_of(r->mn, struct xpmem_owner_notifier, mn);
-	/* what mmu_interval_notifier_insert() would do at the first ATTACH */
-	if (!READ_ONCE(notif->itree) && !mmu_notifier_register(NULL, seg->mm))
-		/* pairs with xpmem_mirror_owner_ready() */
-		smp_store_release(&notif->itree, true);
+	/*
+	 * The sentinel; its insertion enables the mm's interval tree, as the
+	 * first ATTACH would.  One thread tries at a time; on failure a later
+	 * MAKE tries again.
+	 */
+	if (!READ_ONCE(notif->itree) &&
+	    !atomic_cmpxchg(&notif->sentinel_claim, 0, 1)) {
+		if (!mmu_interval_notifier_insert(&notif->sentinel, seg->mm, 0,
+						  ULONG_MAX,
+						  &xpmem_mirror_sentinel_ops))
+			/* pairs with xpmem_mirror_owner_ready() */
+			smp_store_release(&notif->itree, true);
+		else
+			atomic_set(&notif->sentinel_claim, 0);
+	}
 out:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
@@ -594,16 +684,57 @@ void xpmem_mirror_settle_init(struct xpmem_att *att)
 }
 
 /**
+ * xpmem_mirror_quiet - may @att's mirrors settle at their insertion?
+ * @att: an attachment holding the owner's record, before its notifiers
+ *       are inserted
+ *
+ * While the owner's sentinel is linked in its interval tree, every
+ * invalidation of the mm overlaps it, so the core marks the tree as being
+ * invalidated from the start of any invalidation to the end of the last
+ * one, and defers every insertion meanwhile.  A mirror inserted after
+ * this returned true and linked when its insertion returns was therefore
+ * inserted while no invalidation was in flight, or linked at the end of
+ * the ones that deferred it: what mmu_interval_read_begin() would wait
+ * for is over, and every later invalidation reaches its callback.
+ * (Without the sentinel the core links at once during an invalidation
+ * that overlapped no notifier, which then never reaches the new one.)
+ *
+ * Context: any; takes no lock.
+ */
+bool xpmem_mirror_quiet(struct xpmem_att *att)
+{
+	struct xpmem_owner_notifier *notif = att->owner_notifier;
+
+	/* pairs with the smp_store_release() in xpmem_mirror_owner_prepare() */
+	return smp_load_acquire(&notif->itree) &&
+	       xpmem_mirror_linked(&notif->sentinel);
+}
+
+/**
  * xpmem_mirror_settle - let faults of @att in once the owner's invalidations
  * in flight at its notifiers' insertion have ended
  * @att: an attachment whose notifiers were just inserted
+ * @quiet: xpmem_mirror_quiet() before their insertion
  *
- * The work is cancelled (cancel_work_sync()) before the notifiers are
- * removed.
+ * At once if @quiet and the core linked every notifier; otherwise in the
+ * settle work, which is cancelled (cancel_work_sync()) before the
+ * notifiers are removed.  Called before the attachment is mapped, so no
+ * fault waits for it yet.
  */
-void xpmem_mirror_settle(struct xpmem_att *att)
+void xpmem_mirror_settle(struct xpmem_att *att, bool quiet)
 {
-	queue_work(xpmem_mirror_free_wq, &att->settle_work);
+	unsigned int i;
+
+	for (i = 0; quiet && i < att->nr_mirrors; i++)
+		quiet = xpmem_mirror_linked(&att->mirrors[i].notifier);
+	if (!quiet) {
+		atomic_long_inc(&xpmem_stats.settle_works);
+		queue_work(xpmem_mirror_free_wq, &att->settle_work);
+		return;
+	}
+	for (i = 0; i < att->nr_mirrors; i++)
+		/* pairs with xpmem_mirror_wait() */
+		smp_store_release(&att->mirrors[i].settled, true);
 }
 
 /* ---- Invalidation -------------------------------------------------------- */
@@ -841,8 +972,12 @@ void xpmem_mirror_exit(void)
 	 * ends still returning from their last put.
 	 */
 	flush_delayed_work(&xpmem_mirror_ends_dwork);
-	destroy_workqueue(xpmem_mirror_free_wq);
-	/* the owners' records are freed after an SRCU grace period */
+	flush_workqueue(xpmem_mirror_free_wq);
+	/*
+	 * The ends put the owners' records; the core frees them after an
+	 * SRCU grace period, queueing the removal of their sentinels here.
+	 */
 	mmu_notifier_synchronize();
+	destroy_workqueue(xpmem_mirror_free_wq);
 	xpmem_zap_exit();
 }

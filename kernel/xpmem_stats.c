@@ -60,6 +60,8 @@ static struct xpmem_stat_attr xpmem_stat_attrs[] = {
 	  &xpmem_stats.pmd_mapped },
 	{ __ATTR(invalidations, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.invalidations },
+	{ __ATTR(settle_works, 0400, xpmem_stats_show, NULL),
+	  &xpmem_stats.settle_works },
 };
 
 static struct attribute *xpmem_stats_attrs[] = {
@@ -75,6 +77,7 @@ static struct attribute *xpmem_stats_attrs[] = {
 	&xpmem_stat_attrs[9].attr.attr,
 	&xpmem_stat_attrs[10].attr.attr,
 	&xpmem_stat_attrs[11].attr.attr,
+	&xpmem_stat_attrs[12].attr.attr,
 	NULL,
 };
 

@@ -691,6 +691,52 @@ TEST_F(mmlock, invalidation_after_detach_finds_nothing)
 	ASSERT_COUNTERS_AT_BASE();
 }
 
+#define QUIET_ATTACHES	16
+
+/*
+ * With no invalidation of the owner in flight, a new attachment's faults
+ * have nothing to wait for: it is settled at ATTACH, without a worker
+ * (counter settle_works).  Each window is then read, to check that it
+ * maps the owner's bytes.  A change of this process's mappings by the
+ * kernel itself (khugepaged, NUMA balancing) may overlap an ATTACH now
+ * and then and is allowed twice.
+ */
+TEST_F(mmlock, attach_with_owner_quiet_settles_at_once)
+{
+	xpmem_segid_t segid;
+	xpmem_apid_t apid;
+	long base, works;
+	char *mem;
+	void *va;
+	int i;
+
+	if (stat_read("settle_works") < 0)
+		SKIP(return, "no settle_works counter (sysfs unreadable)");
+	mem = mmap(NULL, QUIET_ATTACHES * PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	for (i = 0; i < QUIET_ATTACHES; i++)
+		memset(mem + i * PAGE, i + 1, PAGE);
+	ASSERT_EQ(0, xp_make(self->fd, mem, QUIET_ATTACHES * PAGE, 0600,
+			     &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid));
+	base = stat_read("settle_works");
+	for (i = 0; i < QUIET_ATTACHES; i++) {
+		ASSERT_EQ(0, xp_attach(self->fd, apid, i * PAGE, PAGE, NULL,
+				       &va));
+		ASSERT_EQ(0, all_bytes(va, PAGE, i + 1));
+		ASSERT_EQ(0, munmap(va, PAGE));
+	}
+	works = stat_read("settle_works") - base;
+	TH_LOG("%ld of %d attachments settled in a worker", works,
+	       QUIET_ATTACHES);
+	ASSERT_LE(works, 2);
+	ASSERT_EQ(0, xp_release(self->fd, apid));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_EQ(0, munmap(mem, QUIET_ATTACHES * PAGE));
+	ASSERT_COUNTERS_AT_BASE();
+}
+
 /*
  * The fault path counts sequence retries
  * (an invalidation raced with the fault) apart from lock retries.  Values
