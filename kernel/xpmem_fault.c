@@ -508,8 +508,9 @@ static vm_fault_t xpmem_fault_lock_stable(struct xpmem_fault *f)
  * mmap_lock for reading (it is the attacher's own for an attachment of
  * the faulting process itself), so only invalidations that need no
  * mmap_lock for writing (madvise, reclaim, migration) can overlap it.
- * @pfns has room for @maxpages entries (a power of two; PTRS_PER_PMD for
- * a PMD).
+ * @maxpages (a power of two; PTRS_PER_PMD for a PMD) bounds and aligns the
+ * window; @pfns has room for that many entries, or for all of the
+ * attachment's pages if it has fewer (a window lies within one mirror).
  */
 static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 				      struct mm_struct *owner,
@@ -722,7 +723,9 @@ static vm_fault_t xpmem_fault_common(struct vm_fault *vmf, bool mkwrite)
 		return VM_FAULT_NOPAGE;
 
 	maxpages = xpmem_fault_window_pages();
-	if (maxpages > ARRAY_SIZE(stack_pfns)) {
+	/* a window lies within one mirror, so within the attachment */
+	if (maxpages > ARRAY_SIZE(stack_pfns) &&
+	    att->size > ARRAY_SIZE(stack_pfns) << PAGE_SHIFT) {
 		pfns = kmalloc_array(maxpages, sizeof(*pfns),
 				     GFP_KERNEL | __GFP_NOWARN);
 		if (!pfns) {
