@@ -392,9 +392,11 @@ static struct xpmem_owner_ref *xpmem_mirror_seg_owner(struct xpmem_seg *seg,
  * all its VMAs).  Done here, in the owner's own MAKE and once per open of
  * /dev/xpmem (the caller keeps the returned reference until the file's
  * release), so that no ATTACH pays it, however many mappings the owner
- * has.  Every signal but SIGKILL and SIGSTOP is blocked meanwhile, as in
- * ATTACH (xpmem_attach.c says why).  Best effort: on failure ATTACH
- * registers them as before.
+ * has; the first interval notifier is the owner's sentinel, which lets
+ * later ATTACHes settle at once (xpmem_mirror_quiet()).  Every signal but
+ * SIGKILL and SIGSTOP is blocked meanwhile, as in ATTACH (xpmem_attach.c
+ * says why).  Best effort: on failure ATTACH registers the notifiers as
+ * before, and its attachments settle in the settle work.
  *
  * Context: the MAKE ioctl only, in the owner's own process, holding no
  * lock; never called by the core, so no notifier section, i_mmap_rwsem or
@@ -409,7 +411,8 @@ static struct xpmem_owner_ref *xpmem_mirror_seg_owner(struct xpmem_seg *seg,
  * owner notifier) are GFP_KERNEL_ACCOUNT, charged to the owner, who makes
  * them; the core's subscriptions allocation is the core's.  The returned
  * reference is dropped by the file's release without waiting
- * (mmu_notifier_put() frees after an SRCU grace period).
+ * (mmu_notifier_put() frees after an SRCU grace period, and a work
+ * removes the sentinel: xpmem_mirror_owner_free_work()).
  *
  * Return: a reference on the owner's record, or NULL.
  */
