@@ -26,7 +26,9 @@
 #                 KERNEL.ranks-compare.txt (CLASSIC_FIRST=1: the other
 #                 module first); with ATTACH_PROFILE=1 also
 #                 where ATTACH and DETACH spend their time in each
-#                 (selftests/vm/attach-profile.sh): KERNEL.attach-profile.txt
+#                 (selftests/vm/attach-profile.sh): KERNEL.attach-profile.txt;
+#                 SCRIPT selftests/vm/build-rev.sh (with REV=) makes the
+#                 other module an older revision of this one
 #   --scale       run /tools/xpmem-scale (N ranks, options from SCALE_ARGS;
 #                 then its churn mode for SCALE_CHURN seconds, default 20,
 #                 0 skips it) with the module; with SCALE_BASE=<git rev>,
