@@ -207,7 +207,12 @@ void xpmem_detach_permit_end(struct xpmem_permit *permit, bool unmap)
 
 	xpmem_permit_withdraw(permit);
 	xpmem_revoke_sync();		/* copies through it have stopped */
-	if (unmap && current->mm == permit->mm)
+	/*
+	 * An attachment with a VMA holds its file, so it is on the permit's
+	 * list (until that file's release): with none listed, no walk.
+	 */
+	if (unmap && current->mm == permit->mm &&
+	    atomic_read(&permit->nr_atts))
 		xpmem_detach_unmap_matching(NULL, permit, true);
 
 	mutex_lock(&permit->lock);
