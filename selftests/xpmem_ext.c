@@ -345,29 +345,6 @@ TEST_F(ext, attach_fixed_at_the_address)
 }
 
 /*
- * /proc/sys/kernel/numa_balancing, to @v; the old value, or -1.  NUMA
- * hinting (on in the debug kernel) changes the owner's protections now and
- * then, and an attachment mirrors that with a zap: a pass that must take
- * no fault is measured without it.
- */
-static int numa_balancing_set(int v)
-{
-	FILE *f = fopen("/proc/sys/kernel/numa_balancing", "r+");
-	int old = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &old) != 1)
-		old = -1;
-	if (old >= 0 && v >= 0) {
-		rewind(f);
-		fprintf(f, "%d\n", v);
-	}
-	fclose(f);
-	return old;
-}
-
-/*
  * POPULATE in another process: the first pass takes no fault at all, and
  * reads the owner's bytes; POPULATE_WRITE: a write pass takes none either.
  */

@@ -603,6 +603,7 @@ TEST_F(xpmem, mkwrite_of_stale_pte_maps_in_the_same_fault)
 {
 	const size_t len = 4 * PAGE;
 	xpmem_segid_t segid;
+	int numa, status;
 	pid_t pid;
 	char *buf;
 
@@ -610,6 +611,7 @@ TEST_F(xpmem, mkwrite_of_stale_pte_maps_in_the_same_fault)
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
 	ASSERT_EQ(0, xp_make(self->fd, buf, len, 0600, &segid));
+	numa = numa_balancing_set(0);	/* its zaps would add faults */
 	pid = fork_child();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
@@ -631,7 +633,9 @@ TEST_F(xpmem, mkwrite_of_stale_pte_maps_in_the_same_fault)
 		}
 		_exit(0);
 	}
-	ASSERT_EQ(0, wait_child(pid));
+	status = wait_child(pid);
+	numa_balancing_set(numa);
+	ASSERT_EQ(0, status);
 	for (size_t i = 0; i < len; i += PAGE)
 		ASSERT_EQ((char)('a' + i / PAGE), buf[i + 1]);
 	ASSERT_EQ(0, xp_remove(self->fd, segid));

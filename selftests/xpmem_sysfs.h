@@ -71,6 +71,29 @@ static inline long stat_read(const char *name)
 }
 
 /*
+ * /proc/sys/kernel/numa_balancing, to @v; the old value, or -1.  NUMA
+ * hinting (on in the debug kernel and, with two nodes, in Debian's) changes
+ * the owner's protections now and then, and an attachment mirrors that
+ * with a zap: a pass that counts its faults runs without it.
+ */
+static inline int numa_balancing_set(int v)
+{
+	FILE *f = fopen("/proc/sys/kernel/numa_balancing", "r+");
+	int old = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &old) != 1)
+		old = -1;
+	if (old >= 0 && v >= 0) {
+		rewind(f);
+		fprintf(f, "%d\n", v);
+	}
+	fclose(f);
+	return old;
+}
+
+/*
  * A counter read afresh through @fd, a STATS_DIR file opened before: the
  * counters are readable by root only, so a child that becomes another
  * user opens them first.  -1 on error.
