@@ -204,7 +204,8 @@ static void xpmem_mirror_owner_release(struct xpmem_owner_notifier *notif)
  * (xpmem_mirror_owner_free()) after its last put and an SRCU grace
  * period, and only the sentinel's callback, which touches nothing, may
  * still run until the removal returns.  It maps nothing, reads no owner
- * memory and allocates nothing.
+ * memory and allocates nothing; the record it frees was charged to the
+ * owner who made it.  No task's exit, unmap or close waits for it.
  */
 static void xpmem_mirror_owner_free_work(struct work_struct *work)
 {
@@ -215,7 +216,12 @@ static void xpmem_mirror_owner_free_work(struct work_struct *work)
 	xpmem_mirror_owner_release(notif);
 }
 
-/* From an SRCU callback: may not sleep, so a sentinel goes in a work. */
+/*
+ * The core's free_notifier, from an SRCU callback after the record's last
+ * put: may not sleep, so a record with a sentinel goes to a work that owns
+ * it from here (module exit waits for the SRCU callbacks, then the work).
+ * Waits for nothing, takes no lock, touches no owner memory.
+ */
 static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
 {
 	struct xpmem_owner_notifier *notif =
@@ -231,7 +237,13 @@ static void xpmem_mirror_owner_free(struct mmu_notifier *mn)
 
 /*
  * The sentinel's callback: being in the owner's interval tree is all a
- * sentinel does.  May wait for nothing; touches nothing but its argument.
+ * sentinel does.  Called by the core with whatever the invalidating task
+ * holds (the owner's mmap_lock, an i_mmap_rwsem, folio locks), also for
+ * non-blockable ranges: it waits for nothing, takes no lock, allocates
+ * nothing and touches nothing but its argument, which the record keeps
+ * until its removal returns.  It maps nothing and reads no owner memory,
+ * so no attachment can map its own source through it and revocation does
+ * not arise; no owner or other user can make anyone sleep through it.
  */
 static bool xpmem_mirror_sentinel_invalidate(struct mmu_interval_notifier *mni,
 					     const struct mmu_notifier_range *range,
@@ -825,7 +837,8 @@ static bool xpmem_mirror_invalidate(struct mmu_interval_notifier *mni,
 		return true;
 	/*
 	 * Released, its notifiers not yet removed (its end waits up to a
-	 * tick): nothing to do, and no lock to take, so the OOM reaper's or
+	 * tick; the end owns @att and removes them before freeing it):
+	 * nothing to do, and no lock to take, so the OOM reaper's or
 	 * process_mrelease()'s invalidation of an exiting owner cannot fail
 	 * on att->lock held by the owner's own exit.
 	 */
