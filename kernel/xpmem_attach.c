@@ -135,7 +135,7 @@ static void xpmem_attach_free_mirrored(struct xpmem_att *att)
 	for (i = 0; i < att->nr_mirrors; i++)
 		if (att->mirrors[i].live)
 			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
-	xpmem_mirror_owner_put(att);
+	xpmem_owner_put(att);
 	xpmem_zap_mapped_destroy(att);
 	/* before the mount that holds its superblock */
 	if (att->inode)
@@ -348,15 +348,15 @@ static int xpmem_attach_link(struct xpmem_att *att)
 
 /*
  * The owner's record, and a notifier per mirror; *@quiet: whether they
- * may settle at once (xpmem_mirror_quiet(), asked before the insertion).
+ * may settle at once (xpmem_owner_quiet(), asked before the insertion).
  */
 static int xpmem_attach_insert(struct xpmem_att *att, bool *quiet)
 {
 	unsigned int i;
 	int ret;
 
-	ret = xpmem_mirror_owner_get(att, att->seg->mm);
-	*quiet = !ret && xpmem_mirror_quiet(att);
+	ret = xpmem_owner_get(att, att->seg->mm);
+	*quiet = !ret && xpmem_owner_quiet(att);
 	for (i = 0; i < att->nr_mirrors && !ret; i++) {
 		struct xpmem_mirror *m = &att->mirrors[i];
 
@@ -375,7 +375,7 @@ static int xpmem_attach_insert(struct xpmem_att *att, bool *quiet)
  * gives up with -EINTR as soon as a signal is pending: a caller whose
  * signals come faster than that walk ends (a profiling timer, an owner of
  * thousands of VMAs) would never get through.  So, unless the owner's
- * MAKE registered everything already (xpmem_mirror_owner_ready()), every
+ * MAKE registered everything already (xpmem_owner_ready()), every
  * signal but SIGKILL and SIGSTOP is blocked for the registration and
  * delivered after it.  What still ends it is a fatal signal (-EINTR) or
  * io_uring task work (TIF_NOTIFY_SIGNAL, which no mask holds back):
@@ -391,7 +391,7 @@ static int xpmem_attach_mirror(struct xpmem_att *att)
 
 	if (!mmget_not_zero(seg->mm))
 		return -ENOENT;
-	if (xpmem_mirror_owner_ready(seg)) {
+	if (xpmem_owner_ready(seg)) {
 		ret = xpmem_attach_insert(att, &quiet);
 	} else {
 		siginitsetinv(&all, sigmask(SIGKILL) | sigmask(SIGSTOP));

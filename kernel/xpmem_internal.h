@@ -107,7 +107,7 @@
  *                                callback (before att->lock, or inside
  *                                it when non-blockable), by the owner's
  *                                invalidate_range_start and _end and by
- *                                faults (xpmem_mirror.c)
+ *                                faults (xpmem_owner.c)
  *   xpmem_key_lock               requested keys of segments: changes of
  *                                the key table (mutex; nothing but the
  *                                table's own bucket locks nests in it,
@@ -124,7 +124,8 @@
  * The invalidate callback and the owner's invalidate_range_start (which
  * does the zaps the callbacks of the same invalidation listed) may wait
  * for the zap worker, and for nothing else an attacher or the core may
- * hold (xpmem_mirror.c says why that cannot close a cycle).
+ * hold (xpmem_mirror.c and xpmem_owner.c say why that cannot close a
+ * cycle).
  * Nothing allocates memory while holding att->lock: the fault path makes
  * sure the page table page exists before taking it.
  */
@@ -286,8 +287,9 @@ struct xpmem_seg {
 	u8 auth_len;			/* 0: no authorization key */
 	u8 auth[XPMEM_EXT_AUTH_MAX];	/* zero past auth_len */
 	/*
-	 * The owner's record of invalidations in flight (xpmem_mirror.c):
-	 * registered by the first ATTACH, held by the segment and by each
+	 * The owner's record of invalidations in flight (xpmem_owner.c):
+	 * registered by the owner's MAKE (or, failing that, the first
+	 * ATTACH), held by the segment and by each
 	 * of its attachments until their notifiers are removed.
 	 */
 	struct xpmem_owner_ref *owner_ref;
@@ -564,8 +566,32 @@ void xpmem_zap_mapped_forget(struct xpmem_att *att, unsigned long off,
 			     unsigned long len);
 
 /*
+ * xpmem_owner.c: the owner's record (one per owner mm): its invalidations
+ * in flight, the zaps they carry, its sentinel
+ */
+struct xpmem_owner_inval;
+int xpmem_owner_init(void);
+void xpmem_owner_exit(void);
+struct xpmem_owner_ref *xpmem_owner_prepare(struct xpmem_seg *seg);
+bool xpmem_owner_ready(struct xpmem_seg *seg);
+int xpmem_owner_get(struct xpmem_att *att, struct mm_struct *mm);
+void xpmem_owner_put(struct xpmem_att *att);
+bool xpmem_owner_quiet(struct xpmem_att *att);
+bool xpmem_owner_linked(struct mmu_interval_notifier *mni);
+struct xpmem_owner_inval *
+xpmem_owner_note(struct xpmem_owner_notifier *notif,
+		 const struct mmu_notifier_range *range);
+bool xpmem_owner_defer_zap(struct xpmem_owner_notifier *notif,
+			   struct xpmem_owner_inval *f, struct xpmem_att *att,
+			   unsigned long off, unsigned long len);
+wait_queue_head_t *xpmem_owner_waitq(struct xpmem_owner_notifier *notif);
+int xpmem_owner_wait(struct xpmem_owner_notifier *notif,
+		     struct mmu_interval_notifier *mni, unsigned long start,
+		     unsigned long end);
+
+/*
  * xpmem_mirror.c: what attachments mirror (the invalidate callback, the
- * owner's notifier record of its invalidations in flight)
+ * settling of new mirrors, the queue of attachment ends)
  */
 int xpmem_mirror_init(void);
 void xpmem_mirror_exit(void);
@@ -575,12 +601,7 @@ void xpmem_mirror_ends_now(void);
 bool xpmem_mirror_vma_ok(struct vm_area_struct *vma);
 struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
 				       unsigned long *oaddr);
-struct xpmem_owner_ref *xpmem_mirror_owner_prepare(struct xpmem_seg *seg);
-bool xpmem_mirror_owner_ready(struct xpmem_seg *seg);
-int xpmem_mirror_owner_get(struct xpmem_att *att, struct mm_struct *mm);
-void xpmem_mirror_owner_put(struct xpmem_att *att);
 void xpmem_mirror_settle_init(struct xpmem_att *att);
-bool xpmem_mirror_quiet(struct xpmem_att *att);
 void xpmem_mirror_settle(struct xpmem_att *att, bool quiet);
 int xpmem_mirror_wait(struct xpmem_mirror *m, unsigned long start,
 		      unsigned long end);

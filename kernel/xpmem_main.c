@@ -126,7 +126,7 @@ static int xpmem_main_release_permit(struct xpmem_ctx *ctx, xpmem_apid_t apid)
 
 /*
  * A segment was made: the first MAKE of an open file registers the
- * owner's notifiers (xpmem_mirror_owner_prepare(), which says what it
+ * owner's notifiers (xpmem_owner_prepare(), which says what it
  * waits for), held until the file's release, so that ATTACHes of its
  * segments register nothing.  The release drops that hold without
  * waiting, so no exit or close waits on it.
@@ -141,7 +141,7 @@ static void xpmem_main_made(struct xpmem_ctx *ctx, xpmem_segid_t segid)
 	seg = xpmem_seg_lookup(segid);
 	if (!seg)
 		return;		/* removed meanwhile by another thread */
-	r = xpmem_mirror_owner_prepare(seg);
+	r = xpmem_owner_prepare(seg);
 	xpmem_seg_put(seg);
 	if (r && cmpxchg(&ctx->owner_ref, NULL, r))
 		xpmem_seg_owner_ref_put(r);	/* another thread was first */

@@ -7,8 +7,8 @@
  * and each attachment keeps a bitmap of the segment offsets it may have a
  * PTE or PMD for, set before an insertion and cleared only after a zap,
  * so that an invalidation zaps - and waits - only where something may be
- * mapped.  Called by the invalidation code (xpmem_mirror.c), the fault
- * path and the end of attachments; calls nothing of this module.
+ * mapped.  Called by the invalidation code (xpmem_mirror.c and
+ * xpmem_owner.c), the fault path and the end of attachments; calls nothing of this module.
  */
 #include <linux/fs.h>
 #include <linux/mm.h>

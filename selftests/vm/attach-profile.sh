@@ -32,7 +32,7 @@ top="xpmem_main_ioctl xpmem_ioctl xpmem_attach_release
 	xpmem_mirror_settle_work xpmem_attach_unmirror_work"
 inner="xpmem_main_ioctl_attach xpmem_main_ioctl_detach xpmem_attach_cmd
 	xpmem_attach_create xpmem_attach_permit xpmem_attach_alloc
-	xpmem_attach_mirror xpmem_mirror_owner_get xpmem_attach_link
+	xpmem_attach_mirror xpmem_owner_get xpmem_attach_link
 	xpmem_attach_file xpmem_attach_place xpmem_main_attach_copy_out
 	xpmem_detach_cmd xpmem_attach_free xpmem_attach_put_objects
 	xpmem_mirror_defer xpmem_mirror_settle xpmem_zap_mapped_destroy

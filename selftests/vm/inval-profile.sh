@@ -21,8 +21,8 @@ set -u
 [ $# -gt 0 ] || set -- -n 2,8 -r 7
 
 top="__x64_sys_madvise __x64_sys_munmap xpmem_zap_work"
-inner="xpmem_mirror_invalidate xpmem_mirror_owner_note xpmem_mirror_owner_start
-	xpmem_mirror_owner_end xpmem_zap_att xpmem_zap_run
+inner="xpmem_mirror_invalidate xpmem_owner_note xpmem_owner_start
+	xpmem_owner_end xpmem_zap_att xpmem_zap_run
 	do_vmi_align_munmap __split_vma __split_huge_pmd unmap_vmas free_pgtables
 	mutex_lock __mmu_notifier_invalidate_range_start
 	__mmu_notifier_invalidate_range_end mn_itree_invalidate
