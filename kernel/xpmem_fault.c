@@ -18,7 +18,8 @@
  * xpmem_fault_lock_owner() and xpmem_fault_reversed() (the owner's lock),
  * xpmem_fault_resolve() (one resolution: xpmem_fault_setup(), then
  * xpmem_fault_lock_stable() and xpmem_fault_try(), then xpmem_map_commit()
- * in xpmem_map.c); the window helpers above them; ->huge_fault last.
+ * in xpmem_map.c); ->huge_fault last.  The windows a fault lists for
+ * invalidations to mark are xpmem_window.c.
  */
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -127,140 +128,25 @@ static void xpmem_fault_window(struct vm_fault *vmf, struct xpmem_mirror *m,
 	*hi = addr + above;
 }
 
-/* ---- The window a fault lists for invalidations to mark ---------------- */
+/* ---- Resolving a fault -------------------------------------------------- */
 
 /*
- * xpmem_fault_win_begin - list a fault's window before it is resolved
- * @win: the window, zeroed, on the fault's stack
- * @m: the mirror it lies in
- * @owner: the owner's mm (hmm_range_fault() takes it from @win->changes)
- * @start: owner address
- * @end: owner address, past the window
- * @required_start: owner address, the start of what the fault cannot do
- *	without (the faulting page, or all of the window of a PMD)
- * @required_end: its end
- *
- * Listed before the first wait: an invalidation that marked nothing
- * because it came earlier is still waited for if it has not finished.
- * An invalidation of the required part starts the attempt over; one of
- * other pages only narrows the window's usable part.
- *
- * Context: may sleep; takes att->lock briefly.
- */
-static void xpmem_fault_win_begin(struct xpmem_fault_win *win,
-				  struct xpmem_mirror *m,
-				  struct mm_struct *owner,
-				  unsigned long start, unsigned long end,
-				  unsigned long required_start,
-				  unsigned long required_end)
-{
-	struct xpmem_att *att = m->att;
-
-	win->m = m;
-	win->start = start;
-	win->end = end;
-	win->required_start = required_start;
-	win->required_end = required_end;
-	win->usable_start = start;
-	win->usable_end = end;
-	win->changes.mm = owner;
-	mutex_lock(&att->lock);
-	list_add(&win->node, &att->faults);
-	mutex_unlock(&att->lock);
-}
-
-/*
- * xpmem_fault_win_settle - clear the window's mark and wait until it can
- * be resolved
+ * xpmem_fault_settle - clear the window's mark and wait until it can be
+ * resolved
  * @win: a listed window
  *
  * Before an attempt: the window is whole and unmarked again, and the
  * invalidations in flight that overlap it (which may have marked it) are
  * waited for (xpmem_mirror_wait()).
  *
- * Context: may sleep; no att->lock held (it takes it briefly, only if
- * something was marked).
+ * Context: may sleep; no att->lock held.
  * Return: 0, or -EINTR on a fatal signal.
  */
-static int xpmem_fault_win_settle(struct xpmem_fault_win *win)
+static int xpmem_fault_settle(struct xpmem_window *win)
 {
-	struct xpmem_att *att = win->m->att;
-
-	/*
-	 * A mark set after this test is seen by this attempt's commit, and
-	 * so is a narrowed usable part (it keeps pages unmapped that the
-	 * attempt might have mapped, never wrong); the invalidations that
-	 * set what is cleared here are waited for below if unfinished.
-	 */
-	if (mmu_interval_check_retry(&win->changes, 0) ||
-	    READ_ONCE(win->usable_start) != win->start ||
-	    READ_ONCE(win->usable_end) != win->end) {
-		mutex_lock(&att->lock);
-		mmu_interval_set_seq(&win->changes, 0);
-		win->usable_start = win->start;
-		win->usable_end = win->end;
-		mutex_unlock(&att->lock);
-	}
+	xpmem_window_reset(win);
 	return xpmem_mirror_wait(win->m, win->start, win->end);
 }
-
-/*
- * xpmem_fault_win_narrow - the fault needs only its own page now
- * @win: a listed window
- * @start: owner address, its required page
- * @end: past it
- *
- * The window becomes [@start, @end), under att->lock, where invalidations
- * read it.  That was its required part already, so a mark an
- * invalidation of it set stays; the pages it loses no longer concern the
- * fault.
- *
- * Context: may sleep; no att->lock held.
- */
-static void xpmem_fault_win_narrow(struct xpmem_fault_win *win,
-				   unsigned long start, unsigned long end)
-{
-	struct xpmem_att *att = win->m->att;
-
-	mutex_lock(&att->lock);
-	win->start = start;
-	win->end = end;
-	win->usable_start = start;
-	win->usable_end = end;
-	mutex_unlock(&att->lock);
-}
-
-/*
- * xpmem_fault_win_stale - did an invalidation overlap the window's required
- * part since xpmem_fault_win_settle()?
- * @win: a listed window
- *
- * Context: under att->lock, where the answer holds until it is dropped.
- */
-static bool xpmem_fault_win_stale(struct xpmem_fault_win *win)
-{
-	lockdep_assert_held(&win->m->att->lock);
-	return mmu_interval_check_retry(&win->changes, 0);
-}
-
-/*
- * xpmem_fault_win_end - unlist the window
- * @win: a listed window
- * @locked: the caller holds att->lock
- */
-static void xpmem_fault_win_end(struct xpmem_fault_win *win, bool locked)
-{
-	struct xpmem_att *att = win->m->att;
-
-	if (!locked)
-		mutex_lock(&att->lock);
-	lockdep_assert_held(&att->lock);
-	list_del(&win->node);
-	if (!locked)
-		mutex_unlock(&att->lock);
-}
-
-/* ---- Resolving a fault -------------------------------------------------- */
 
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
 /*
@@ -346,18 +232,17 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 	f->look_only = userfaultfd_armed(ovma);
 	if (!f->look_only)
 		f->range.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE;
-	/* the window's own sequence: see struct xpmem_fault_win */
+	/* the window's own sequence: see struct xpmem_window */
 	f->range.notifier = &f->win.changes;
 	f->range.notifier_seq = 0;
 	/* a PMD fault needs all of its window, the others their page */
 	if (f->kind != XPMEM_FAULT_PMD)
-		xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
-				      f->range.end, f->oaddr & PAGE_MASK,
-				      (f->oaddr & PAGE_MASK) + PAGE_SIZE);
+		xpmem_window_begin(&f->win, m, owner, f->range.start,
+				   f->range.end, f->oaddr & PAGE_MASK,
+				   (f->oaddr & PAGE_MASK) + PAGE_SIZE);
 	else
-		xpmem_fault_win_begin(&f->win, m, owner, f->range.start,
-				      f->range.end, f->range.start,
-				      f->range.end);
+		xpmem_window_begin(&f->win, m, owner, f->range.start,
+				   f->range.end, f->range.start, f->range.end);
 	return 0;
 }
 
@@ -388,7 +273,7 @@ static void xpmem_fault_trim(struct xpmem_fault *f)
  * fault now (no memory in its cgroup, no space for a filesystem's
  * ->page_mkwrite).  Such a neighbour must not fail the faulting page, so
  * the window shrinks to that page alone, which then fails only for its
- * own reasons.  The listed window shrinks with it (xpmem_fault_win_narrow(),
+ * own reasons.  The listed window shrinks with it (xpmem_window_narrow(),
  * att->lock briefly).  Not for a PMD fault, which needs its whole window.
  * Return: false if the window was that page already.
  */
@@ -404,7 +289,7 @@ static bool xpmem_fault_narrow(struct xpmem_fault *f)
 	f->range.end = f->range.start + PAGE_SIZE;
 	f->range.hmm_pfns = f->pfns;
 	f->fidx = 0;
-	xpmem_fault_win_narrow(&f->win, f->range.start, f->range.end);
+	xpmem_window_narrow(&f->win, f->range.start, f->range.end);
 	return true;
 }
 
@@ -447,7 +332,7 @@ static int xpmem_fault_try(struct xpmem_fault *f)
 			goto unlock_pt;
 	}
 	mutex_lock(&att->lock);
-	if (!xpmem_fault_win_stale(&f->win)) {
+	if (!xpmem_window_stale(&f->win)) {
 		xpmem_fault_trim(f);
 		return 0;
 	}
@@ -474,7 +359,7 @@ static vm_fault_t xpmem_fault_lock_stable(struct xpmem_fault *f)
 	int err;
 
 	for (;;) {
-		if (xpmem_fault_win_settle(&f->win))
+		if (xpmem_fault_settle(&f->win))
 			return VM_FAULT_SIGBUS;		/* killed */
 		err = xpmem_fault_try(f);
 		if (err == -EFAULT && f->kind == XPMEM_FAULT_PMD)
@@ -533,11 +418,11 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 		return ret;
 	ret = xpmem_fault_lock_stable(&f);
 	if (ret) {
-		xpmem_fault_win_end(&f.win, false);
+		xpmem_window_end(&f.win, false);
 		return ret;
 	}
 	ret = xpmem_map_commit(&f, &zap);
-	xpmem_fault_win_end(&f.win, true);
+	xpmem_window_end(&f.win, true);
 	mutex_unlock(&f.att->lock);
 	if (kind == XPMEM_FAULT_PMD)
 		mutex_unlock(&f.att->pt_lock);
@@ -687,7 +572,7 @@ put_file:
  *   att->pt_lock and att->lock, each held by others only briefly.
  * - may wait for, killably: the owner's mmap_lock, the owner's
  *   invalidations in flight over the window and, for a new mirror, those
- *   in flight at its insertion (xpmem_fault_win_settle()), the owner's
+ *   in flight at its insertion (xpmem_fault_settle()), the owner's
  *   userfaultfd handler with no mmap_lock held (xpmem_userfault_handle()).
  * - may wait for, bounded: the owner's own page faults in hmm_range_fault(),
  *   the owner folios' ->dirty_folio (xpmem_head_mark_dirty()), the zap

@@ -389,7 +389,7 @@ struct xpmem_att {
 	struct xarray zero_pages;	/* its private pages once revoked */
 	struct xpmem_user *zero_user;	/* charged for them (referenced) */
 	/*
-	 * under lock: windows of faults in progress (struct xpmem_fault_win:
+	 * under lock: windows of faults in progress (struct xpmem_window:
 	 * listed by xpmem_fault.c, marked by xpmem_mirror.c)
 	 */
 	struct list_head faults;
@@ -566,6 +566,57 @@ void xpmem_zap_mapped_forget(struct xpmem_att *att, unsigned long off,
 			     unsigned long len);
 
 /*
+ * xpmem_window.c: the windows of faults in progress, listed by faults and
+ * marked by invalidations
+ */
+
+/*
+ * A fault's owner range [start, end), on att->faults while it resolves
+ * (listed by xpmem_fault.c, marked by the invalidate callback).
+ * @changes is never inserted in an interval tree: it is the sequence
+ * hmm_range_fault() tests between its steps (and takes the owner's mm
+ * from).  It is 0 when an attempt starts, and the invalidate callback
+ * sets it to 1 when an invalidation overlaps the window's required part
+ * (its page; all of the window of a PMD or a ->pfn_mkwrite), so every
+ * such invalidation stops the walk - also while the owner keeps some
+ * invalidation in progress without pause, when the mirror's own sequence
+ * no longer moves.  An invalidation of other pages of the window only
+ * cuts them out of its usable part: one fault among the many
+ * invalidations of a busy owner restarts only for those of its own page.
+ */
+struct xpmem_window {
+	struct list_head node;
+	struct xpmem_mirror *m;
+	/* owner addresses; changed under att->lock (xpmem_window_narrow()) */
+	unsigned long start;
+	unsigned long end;
+	/* required part: an invalidation of it starts the fault over */
+	unsigned long required_start;
+	unsigned long required_end;
+	/*
+	 * usable part, under att->lock: what the other invalidations of the
+	 * window since the attempt began leave usable, page aligned: each
+	 * lies wholly below or above the required part and moves one bound,
+	 * so the required part always stays inside
+	 */
+	unsigned long usable_start;
+	unsigned long usable_end;
+	struct mmu_interval_notifier changes;
+};
+
+void xpmem_window_begin(struct xpmem_window *win, struct xpmem_mirror *m,
+			struct mm_struct *owner, unsigned long start,
+			unsigned long end, unsigned long required_start,
+			unsigned long required_end);
+void xpmem_window_reset(struct xpmem_window *win);
+void xpmem_window_narrow(struct xpmem_window *win, unsigned long start,
+			 unsigned long end);
+bool xpmem_window_stale(struct xpmem_window *win);
+void xpmem_window_end(struct xpmem_window *win, bool locked);
+void xpmem_window_mark(struct xpmem_att *att, unsigned long start,
+		       unsigned long end);
+
+/*
  * xpmem_owner.c: the owner's record (one per owner mm): its invalidations
  * in flight, the zaps they carry, its sentinel
  */
@@ -610,40 +661,6 @@ bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg,
 			      unsigned long off, unsigned long len);
 
 /*
- * A fault's owner range [start, end), on att->faults while it resolves
- * (listed by xpmem_fault.c, marked by the invalidate callback).
- * @changes is never inserted in an interval tree: it is the sequence
- * hmm_range_fault() tests between its steps (and takes the owner's mm
- * from).  It is 0 when an attempt starts, and the invalidate callback
- * sets it to 1 when an invalidation overlaps the window's required part
- * (its page; all of the window of a PMD or a ->pfn_mkwrite), so every
- * such invalidation stops the walk - also while the owner keeps some
- * invalidation in progress without pause, when the mirror's own sequence
- * no longer moves.  An invalidation of other pages of the window only
- * cuts them out of its usable part: one fault among the many
- * invalidations of a busy owner restarts only for those of its own page.
- */
-struct xpmem_fault_win {
-	struct list_head node;
-	struct xpmem_mirror *m;
-	/* owner addresses; changed under att->lock (xpmem_fault_win_narrow()) */
-	unsigned long start;
-	unsigned long end;
-	/* required part: an invalidation of it starts the fault over */
-	unsigned long required_start;
-	unsigned long required_end;
-	/*
-	 * usable part, under att->lock: what the other invalidations of the
-	 * window since the attempt began leave usable, page aligned: each
-	 * lies wholly below or above the required part and moves one bound,
-	 * so the required part always stays inside
-	 */
-	unsigned long usable_start;
-	unsigned long usable_end;
-	struct mmu_interval_notifier changes;
-};
-
-/*
  * xpmem_map.c: a resolved window into the attacher's page tables, and the
  * owner pages a write fault found writable
  */
@@ -670,7 +687,7 @@ struct xpmem_fault {
 	unsigned long fidx;		/* the faulting page's index */
 	unsigned long *pfns;		/* one entry per page of the window */
 	bool look_only;			/* owner VMA under userfaultfd */
-	struct xpmem_fault_win win;	/* listed while it resolves */
+	struct xpmem_window win;	/* listed while it resolves */
 	struct hmm_range range;
 };
 

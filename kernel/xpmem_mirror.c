@@ -237,48 +237,6 @@ void xpmem_mirror_settle(struct xpmem_att *att, bool quiet)
 /* ---- Invalidation -------------------------------------------------------- */
 
 /*
- * xpmem_mirror_mark_stale - an owner range [@start, @end) changes
- * @att: the attachment whose mirror the invalidation reached
- * @start: owner address
- * @end: owner address, past the range
- *
- * Faults in progress whose required part it overlaps start over, those
- * that only have it in their window leave it unmapped (their usable part
- * shrinks, by whole pages), and its pages are no longer known to be
- * writable (the table xpmem_map.c fills).
- *
- * Context: under att->lock; waits for nothing, allocates nothing.
- */
-static void xpmem_mirror_mark_stale(struct xpmem_att *att,
-				    unsigned long start, unsigned long end)
-{
-	struct xpmem_writable_page *w;
-	struct xpmem_fault_win *win;
-	unsigned int i;
-
-	lockdep_assert_held(&att->lock);
-	list_for_each_entry(win, &att->faults, node) {
-		unsigned long lo = max(start, win->start);
-		unsigned long hi = min(end, win->end);
-
-		if (lo >= hi)
-			continue;
-		if (win->required_start < hi && lo < win->required_end)
-			mmu_interval_set_seq(&win->changes, 1);
-		else if (hi <= win->required_start)	/* below it */
-			win->usable_start = max(win->usable_start,
-						PAGE_ALIGN(hi));
-		else					/* above it */
-			win->usable_end = min(win->usable_end, lo & PAGE_MASK);
-	}
-	for (i = 0; i < XPMEM_WRITABLE_SLOTS; i++) {
-		w = &att->writable_pages[i];
-		if (w->oaddr >= start && w->oaddr < end)
-			w->oaddr = 0;
-	}
-}
-
-/*
  * The invalidate callback.  Called by the core with the owner's mmap_lock,
  * folio locks or a file's i_mmap_rwsem possibly held, and from reclaim.
  * May wait for: att->lock (held only briefly, never across an allocation
@@ -296,7 +254,7 @@ static void xpmem_mirror_mark_stale(struct xpmem_att *att,
  * (it only removes PTEs), so it cannot make an attachment map its own
  * source; revocation is not its concern (faults check att->dead under the
  * same att->lock).  Faults in progress are only marked or have their keep
- * bounds narrowed under att->lock (xpmem_mirror_mark_stale()): no wait, no
+ * bounds narrowed under att->lock (xpmem_window_mark()): no wait, no
  * allocation, and a narrowed window maps fewer pages, never one the range
  * touched.
  */
@@ -353,7 +311,7 @@ static bool xpmem_mirror_invalidate(struct mmu_interval_notifier *mni,
 	 * mark and starts over.  Faults elsewhere in the attachment carry on.
 	 */
 	mmu_interval_set_seq(mni, cur_seq);
-	xpmem_mirror_mark_stale(att, range->start, range->end);
+	xpmem_window_mark(att, range->start, range->end);
 	/*
 	 * Zap (and wait for the worker) only if a PTE may exist there: never
 	 * for a range of attachment VMAs, which the core may be splitting or
