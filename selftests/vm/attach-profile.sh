@@ -1,11 +1,16 @@
 #!/bin/busybox sh
-# Usage: /attach-profile.sh BENCH KIND SIZE   (in the test VM, a module loaded)
+# Usage: /attach-profile.sh BENCH KIND SIZE [MODE]   (in the test VM, a
+#        module loaded)
 #   BENCH  the xpmem-bench program to run (/tools/xpmem-bench, or
 #          /xpmem-bench-classic for the other module)
 #   KIND   4k or thp;  SIZE  the cycles' window (e.g. 4M)
+#   MODE   1 (default): record the functions listed below; deep: every
+#          function the traced calls make, down to a depth of 7 (ATTACH
+#          of the classic module: ioctl, attach, vm_mmap, ...), and static
+#          functions the compiler kept (the rest count in their callers)
 #
 # Where ATTACH and DETACH spend their time, seen from the guest kernel (run
-# by init-modes.sh in --bench mode with BENCH_CLASSIC and ATTACH_PROFILE=1,
+# by init-modes.sh in --bench mode with BENCH_CLASSIC and ATTACH_PROFILE=1 or deep,
 # once per module).  Runs `BENCH -c -m KIND -s SIZE -r 1` (one new owner:
 # its first attach, 16 miss cycles, one attach of 64 MiB) with the
 # function_graph tracer following the modules' ioctl entries (this
@@ -14,8 +19,10 @@
 # this module, and recording what they call that can take time.  Then
 # prints, per kind of call - the first ATTACH of the new owner, the
 # cycles' ATTACHes, the 64 MiB ATTACH, the cycles' DETACHes, the 64 MiB
-# DETACH, the file releases, the workers - the calls, the mean time of
-# one, and per function the mean time within one such call and its share.
+# DETACH, the file releases, the workers - the calls, the median time of
+# one, and per function the median time within one such call (0 for a
+# call that did not reach it) and its share of that median: medians, so
+# that a call the host delayed (TCG) does not weigh.
 # An ioctl that maps (vm_mmap) is an ATTACH, one that unmaps (vm_munmap) a
 # DETACH; the attacher's first and last ATTACH and last DETACH are the
 # first and the 64 MiB ones.  Tracing slows every traced call, so the
@@ -24,8 +31,8 @@
 set -u
 # shellcheck source=selftests/vm/trace-lib.sh
 . "$(dirname "$0")/trace-lib.sh"
-[ $# = 3 ] || { echo "usage: $0 BENCH KIND SIZE"; exit 2; }
-bench=$1 kind=$2 size=$3
+[ $# = 3 ] || [ $# = 4 ] || { echo "usage: $0 BENCH KIND SIZE [1|deep]"; exit 2; }
+bench=$1 kind=$2 size=$3 mode=${4:-1}
 
 # Entries: both modules' ioctl, this one's file release and workers.
 top="xpmem_main_ioctl xpmem_ioctl xpmem_attach_release
@@ -57,6 +64,13 @@ inner="xpmem_main_ioctl_attach xpmem_main_ioctl_detach xpmem_attach_cmd
 	mutex_lock down_write down_read"
 
 trace_setup attach-profile "$top" "$inner" || exit 1
+rows=16
+if [ "$mode" = deep ]; then
+	: > "$TR"/set_ftrace_filter
+	echo 7 > "$TR"/max_graph_depth
+	rows=45
+	echo "deep: every function to a depth of 7 (tracing inflates the ones that call many)"
+fi
 echo 1 > "$TR"/options/funcgraph-proc 2>/dev/null
 
 echo 1 > "$TR"/tracing_on
@@ -136,27 +150,39 @@ END {
 	for (task in last_att) bcls[last_att[task]] = "3 single ATTACH of 64M"
 	for (task in last_det) bcls[last_det[task]] = "5 DETACH of the 64M"
 	for (b = 1; b <= nb; b++) {
-		c = bcls[b]; cn[c]++; ct[c] += btot[b]
-		for (i = 1; i <= bn[b]; i++) { ft[c, bf[b, i]] += bd[b, i]; fc[c, bf[b, i]]++; has[c, bf[b, i]] = 1 }
+		c = bcls[b]; cn[c]++; ct[c] += btot[b]; cv[c, cn[c]] = btot[b]
+		for (i = 1; i <= bn[b]; i++) { pc[b, bf[b, i]] += bd[b, i]; fc[c, bf[b, i]]++; has[c, bf[b, i]] = 1 }
 	}
 	for (c in cn) order[c] = c
 	m = asorti_cls(order, sorted)
 	for (j = 1; j <= m; j++) {
 		c = sorted[j]
-		printf "\n== %s: %d calls, %.1f us each (traced)\n", substr(c, 3), cn[c], ct[c] / cn[c]
-		printf "%-32s %9s %12s %8s\n", "function (within one call)", "calls", "us", "share"
-		cmd = "sort -k3 -n -r | head -n 16"
+		k = 0
+		for (b = 1; b <= nb; b++) if (bcls[b] == c) v[++k] = btot[b]
+		med = median(v, k)
+		printf "\n== %s: %d calls, median %.1f us (traced)\n", substr(c, 3), cn[c], med
+		printf "%-32s %9s %12s %8s\n", "function (median per call)", "calls", "us", "share"
+		cmd = "sort -k3 -n -r | head -n " rows
 		for (key in has) {
 			split(key, kk, SUBSEP)
 			if (kk[1] != c)
 				continue
+			k = 0
+			for (b = 1; b <= nb; b++) if (bcls[b] == c) v[++k] = pc[b, kk[2]] + 0
+			fm = median(v, k)
 			printf "%-32s %9.1f %12.1f %7.1f%%\n", kk[2], fc[key] / cn[c],
-				ft[key] / cn[c], ct[c] ? 100 * ft[key] / ct[c] : 0 | cmd
+				fm, med ? 100 * fm / med : 0 | cmd
 		}
 		close(cmd)
 	}
-	print "(per function: calls and time within one call of that kind, summed over"
-	print " nested calls too; share: of the kind'"'"'s time)"
+	print "(per function: calls and median time within one call of that kind, summed over"
+	print " nested calls too; share: of the kind'"'"'s median time)"
+}
+function median(a, n,    i, j, x) {
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { x = a[j]; a[j] = a[j - 1]; a[j - 1] = x }
+	if (n == 0) return 0
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 function asorti_cls(a, s,    k, i, j, x, n) {
 	n = 0
@@ -164,10 +190,11 @@ function asorti_cls(a, s,    k, i, j, x, n) {
 	for (i = 2; i <= n; i++)
 		for (j = i; j > 1 && s[j - 1] > s[j]; j--) { x = s[j]; s[j] = s[j - 1]; s[j - 1] = x }
 	return n
-}' "$TR"/trace
+}' rows="$rows" "$TR"/trace
 echo "== the trace around its first vm_mmap (the first ATTACH)"
 awk '/vm_mmap/ && !at { at = NR } { l[NR] = $0 }
 	END { for (i = at - 40; at && i <= at + 25; i++) if (i > 0 && i in l) print l[i] }' "$TR"/trace
 echo 0 > "$TR"/options/funcgraph-proc 2>/dev/null
+echo 0 > "$TR"/max_graph_depth
 trace_reset
 exit $rc

@@ -118,7 +118,7 @@ framed_run() {
 # (BENCH_SCALE_ARGS, "-" for none) with this module, then
 # xpmem-bench-classic -c and xpmem-scale-classic with the other
 # implementation's (the other way round with CLASSIC_FIRST=1), in this
-# boot; with ATTACH_PROFILE=1 attach-profile.sh with each (4k and thp
+# boot; with ATTACH_PROFILE=1 or deep attach-profile.sh with each (4k and thp
 # owner pages, 4 MiB windows).  Tables, CSV and profiles go to the result
 # channel between @@XPMEM CYCLES-*-BEGIN/END, RANKS-*-BEGIN/END and
 # ATTACH-PROFILE-BEGIN/END <label> lines (label new or classic).
@@ -141,10 +141,11 @@ mode_classic() {
 			# shellcheck disable=SC2086 # BENCH_SCALE_ARGS is a word list
 			framed_run RANKS "$l" $scale $BENCH_SCALE_ARGS
 		fi
-		if [ "$ATTACH_PROFILE" = 1 ]; then
+		if [ "$ATTACH_PROFILE" != 0 ]; then
 			: > /tmp/aprof.txt
 			for k in 4k thp; do
-				/attach-profile.sh $bench $k 4M >> /tmp/aprof.txt 2>&1
+				/attach-profile.sh $bench $k 4M "$ATTACH_PROFILE" \
+					>> /tmp/aprof.txt 2>&1
 			done
 			cat /tmp/aprof.txt
 			{

@@ -14,7 +14,7 @@
 #          this module), KERNEL.cycles-classic.{txt,csv} (the other),
 #          KERNEL.cycles-compare.txt (the two side by side), the same for
 #          xpmem-scale's ranks mode as KERNEL.ranks* (RANKS frames), with
-#          ATTACH_PROFILE=1 KERNEL.attach-profile.txt;
+#          ATTACH_PROFILE=1 or deep KERNEL.attach-profile.txt;
 #   scale: KERNEL.scale[-base].{txt,csv,svg}, and with SCALE_PROFILE=1
 #          KERNEL.scale[-base].profile.txt (inval-profile.sh's table).
 # Prints the tables and one "  ok" or "  FAIL" line per report, and writes
@@ -161,7 +161,7 @@ report_classic() {
 	classic_pair CYCLES cycles "xpmem-bench -c" "$BENCH_ARGS"
 	[ "$BENCH_SCALE_ARGS" = - ] ||
 		classic_pair RANKS ranks xpmem-scale "$BENCH_SCALE_ARGS"
-	[ "$ATTACH_PROFILE" = 1 ] || return 0
+	[ "$ATTACH_PROFILE" != 0 ] || return 0
 	for l in new classic; do
 		echo "#### $l module"
 		block "@@XPMEM ATTACH-PROFILE-BEGIN $l" "@@XPMEM ATTACH-PROFILE-END $l"

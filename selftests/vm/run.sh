@@ -26,7 +26,9 @@
 #                 KERNEL.ranks-compare.txt (CLASSIC_FIRST=1: the other
 #                 module first); with ATTACH_PROFILE=1 also
 #                 where ATTACH and DETACH spend their time in each
-#                 (selftests/vm/attach-profile.sh): KERNEL.attach-profile.txt;
+#                 (selftests/vm/attach-profile.sh): KERNEL.attach-profile.txt
+#                 (ATTACH_PROFILE=deep: every function the calls make, to
+#                 a depth of 7, not only the listed ones);
 #                 SCRIPT selftests/vm/build-rev.sh (with REV=) makes the
 #                 other module an older revision of this one
 #   --scale       run /tools/xpmem-scale (N ranks, options from SCALE_ARGS;
@@ -195,7 +197,7 @@ bench_classic=${BENCH_CLASSIC:-}
 attach_profile=${ATTACH_PROFILE:-0}
 classic_first=${CLASSIC_FIRST:-0}
 [[ "$classic_first" =~ ^[01]$ ]] || die "CLASSIC_FIRST: 0 or 1, not '$classic_first'"
-[[ "$attach_profile" =~ ^[01]$ ]] || die "ATTACH_PROFILE: 0 or 1, not '$attach_profile'"
+[[ "$attach_profile" =~ ^(0|1|deep)$ ]] || die "ATTACH_PROFILE: 0, 1 or deep, not '$attach_profile'"
 if [ -n "$bench_classic" ]; then
 	[ "$mode" = bench ] || die "BENCH_CLASSIC needs --bench"
 	[ "$KARCH" = x86_64 ] || die "BENCH_CLASSIC: x86_64 kernels only"
