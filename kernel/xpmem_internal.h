@@ -443,6 +443,7 @@ struct xpmem_stats {
 	atomic_long_t pmd_mapped;
 	atomic_long_t invalidations;
 	atomic_long_t settle_works;
+	atomic_long_t records_lost;
 };
 
 extern struct xpmem_stats xpmem_stats;

@@ -37,16 +37,34 @@ static struct workqueue_struct *xpmem_owner_free_wq;
  * owner's mm (one per owner, shared through mmu_notifier_get()) reports.
  * A fault lists its window first, then waits - killably - only for the
  * listed invalidations that overlap it: one that was listed later marks
- * the window and the fault starts over.  If the callback cannot record an
- * invalidation (no memory, GFP_NOWAIT), faults of that owner go back to
- * mmu_interval_read_begin(), which is always correct.
+ * the window and the fault starts over.  The callback takes an entry for
+ * an invalidation from the XPMEM_OWNER_SPARES the record keeps (no
+ * allocation: one per owner thread invalidating at the same time), and
+ * only beyond those allocates one (GFP_NOWAIT).  If that fails too, the
+ * record is lost: faults of that owner go back to
+ * mmu_interval_read_begin(), which is always correct but waits
+ * uninterruptibly.
  */
+#define XPMEM_OWNER_SPARES	16
+
+/* One invalidation of the owner in flight, from a callback to its end. */
+struct xpmem_owner_inval {
+	struct list_head node;
+	const struct mmu_notifier_range *range;	/* identifies it at its end */
+	unsigned long start;
+	unsigned long end;
+	struct list_head zaps;		/* struct xpmem_zap, until its start */
+};
+
 struct xpmem_owner_notifier {
 	struct mmu_notifier mn;
-	spinlock_t lock;		/* inflight, nr */
+	spinlock_t lock;		/* inflight, nr, taking a spare */
 	struct list_head inflight;	/* struct xpmem_owner_inval */
 	unsigned int nr;		/* on inflight */
 	bool lost;			/* a record failed: use the core's */
+	/* entries for invalidations, and which are taken (atomic bitops) */
+	unsigned long spares_used;
+	struct xpmem_owner_inval spares[XPMEM_OWNER_SPARES];
 	/*
 	 * The sentinel is inserted (so the mm's interval tree is enabled):
 	 * set once, with release, by xpmem_owner_prepare()
@@ -63,14 +81,35 @@ struct xpmem_owner_notifier {
 	wait_queue_head_t wq;		/* faults waiting for an end */
 };
 
-/* One invalidation of the owner in flight, from a callback to its end. */
-struct xpmem_owner_inval {
-	struct list_head node;
-	const struct mmu_notifier_range *range;	/* identifies it at its end */
-	unsigned long start;
-	unsigned long end;
-	struct list_head zaps;		/* struct xpmem_zap, until its start */
-};
+/*
+ * An entry for an invalidation: a spare of the record, or else a new one
+ * (GFP_NOWAIT: the callback may run in reclaim, under the owner's locks).
+ * Under notif->lock.  Return: the entry, or NULL.
+ */
+static struct xpmem_owner_inval *
+xpmem_owner_inval_get(struct xpmem_owner_notifier *notif)
+{
+	unsigned int i = find_first_zero_bit(&notif->spares_used,
+					     XPMEM_OWNER_SPARES);
+
+	lockdep_assert_held(&notif->lock);
+	/* only takers hold the lock: the bit is still clear */
+	if (i < XPMEM_OWNER_SPARES &&
+	    !WARN_ON_ONCE(test_and_set_bit(i, &notif->spares_used)))
+		return &notif->spares[i];
+	return kmalloc(sizeof(struct xpmem_owner_inval),
+		       GFP_NOWAIT | __GFP_NOWARN);
+}
+
+/* Give back an entry that is on no list any more; takes no lock. */
+static void xpmem_owner_inval_put(struct xpmem_owner_notifier *notif,
+				  struct xpmem_owner_inval *f)
+{
+	if (f >= notif->spares && f < notif->spares + XPMEM_OWNER_SPARES)
+		clear_bit(f - notif->spares, &notif->spares_used);
+	else
+		kfree(f);
+}
 
 static struct mmu_notifier *xpmem_owner_alloc(struct mm_struct *mm)
 {
@@ -91,7 +130,7 @@ static void xpmem_owner_release(struct xpmem_owner_notifier *notif)
 
 	list_for_each_entry_safe(f, tmp, &notif->inflight, node) {
 		WARN_ON_ONCE(!list_empty(&f->zaps));
-		kfree(f);
+		xpmem_owner_inval_put(notif, f);
 	}
 	kfree(notif);
 }
@@ -261,7 +300,7 @@ static void xpmem_owner_end(struct mmu_notifier *mn,
 		xpmem_zap_run(&found->zaps);
 		xpmem_zap_list_done(&found->zaps);
 	}
-	kfree(found);
+	xpmem_owner_inval_put(notif, found);
 	wake_up_all(&notif->wq);
 }
 
@@ -431,7 +470,8 @@ void xpmem_owner_put(struct xpmem_att *att)
  * An invalidation [@range->start, @range->end) reaches a mirror: list it
  * until its end, once (several mirrors see the same range).  Before the
  * callback marks the faults in progress.  Return: its record, or NULL for
- * the release at exit and when no memory was left for one.
+ * the release at exit and when neither a spare nor memory was left for
+ * one (the record is lost then: see struct xpmem_owner_notifier).
  */
 struct xpmem_owner_inval *
 xpmem_owner_note(struct xpmem_owner_notifier *notif,
@@ -449,7 +489,7 @@ xpmem_owner_note(struct xpmem_owner_notifier *notif,
 			return f;
 		}
 	}
-	new = kmalloc(sizeof(*new), GFP_NOWAIT | __GFP_NOWARN);
+	new = xpmem_owner_inval_get(notif);
 	if (new) {
 		new->range = range;
 		new->start = range->start;
@@ -457,8 +497,9 @@ xpmem_owner_note(struct xpmem_owner_notifier *notif,
 		INIT_LIST_HEAD(&new->zaps);
 		list_add(&new->node, &notif->inflight);
 		notif->nr++;
-	} else {
+	} else if (!notif->lost) {
 		WRITE_ONCE(notif->lost, true);
+		atomic_long_inc(&xpmem_stats.records_lost);
 	}
 	spin_unlock(&notif->lock);
 	return new;

@@ -62,6 +62,8 @@ static struct xpmem_stat_attr xpmem_stat_attrs[] = {
 	  &xpmem_stats.invalidations },
 	{ __ATTR(settle_works, 0400, xpmem_stats_show, NULL),
 	  &xpmem_stats.settle_works },
+	{ __ATTR(records_lost, 0400, xpmem_stats_show, NULL),
+	  &xpmem_stats.records_lost },
 };
 
 static struct attribute *xpmem_stats_attrs[] = {
@@ -78,6 +80,7 @@ static struct attribute *xpmem_stats_attrs[] = {
 	&xpmem_stat_attrs[10].attr.attr,
 	&xpmem_stat_attrs[11].attr.attr,
 	&xpmem_stat_attrs[12].attr.attr,
+	&xpmem_stat_attrs[13].attr.attr,
 	NULL,
 };
 

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "xpmem_fi.h"
 #include "xpmem_test.h"
 
 /* Pages of the owner's buffer and of each attachment. */
@@ -42,8 +43,6 @@
 #define DST_SEED	9
 /* A call that still fails its Nth allocation at this N never ends. */
 #define MAX_NTH		3000
-
-#define FI_DIR		"/sys/kernel/debug/"
 
 /* ---- fault injection ---------------------------------------------------- */
 
@@ -55,78 +54,25 @@
  * probability 100): no task's is but ours, and ours only from the
  * moment fail-nth fired to the end of the call (FROM_NTH).
  */
-static const char *const fi_knobs[][3] = {
-	{ "failslab", "task-filter", "Y" },
-	{ "failslab", "probability", "100" },
-	{ "failslab", "interval", "1" },
-	{ "failslab", "times", "-1" },
-	{ "failslab", "space", "0" },
-	{ "failslab", "verbose", "0" },
-	{ "failslab", "ignore-gfp-wait", "N" },
-	{ "fail_page_alloc", "task-filter", "Y" },
-	{ "fail_page_alloc", "probability", "100" },
-	{ "fail_page_alloc", "interval", "1" },
-	{ "fail_page_alloc", "times", "-1" },
-	{ "fail_page_alloc", "space", "0" },
-	{ "fail_page_alloc", "verbose", "0" },
-	{ "fail_page_alloc", "ignore-gfp-wait", "N" },
-	{ "fail_page_alloc", "ignore-gfp-highmem", "N" },
-	{ "fail_page_alloc", "min-order", "0" },
+static struct fi_knob fi_knobs[] = {
+	FI_KNOB("failslab", "task-filter", "Y"),
+	FI_KNOB("failslab", "probability", "100"),
+	FI_KNOB("failslab", "interval", "1"),
+	FI_KNOB("failslab", "times", "-1"),
+	FI_KNOB("failslab", "space", "0"),
+	FI_KNOB("failslab", "verbose", "0"),
+	FI_KNOB("failslab", "ignore-gfp-wait", "N"),
+	FI_KNOB("fail_page_alloc", "task-filter", "Y"),
+	FI_KNOB("fail_page_alloc", "probability", "100"),
+	FI_KNOB("fail_page_alloc", "interval", "1"),
+	FI_KNOB("fail_page_alloc", "times", "-1"),
+	FI_KNOB("fail_page_alloc", "space", "0"),
+	FI_KNOB("fail_page_alloc", "verbose", "0"),
+	FI_KNOB("fail_page_alloc", "ignore-gfp-wait", "N"),
+	FI_KNOB("fail_page_alloc", "ignore-gfp-highmem", "N"),
+	FI_KNOB("fail_page_alloc", "min-order", "0"),
 };
 #define NR_KNOBS	(sizeof(fi_knobs) / sizeof(fi_knobs[0]))
-
-static char fi_saved[NR_KNOBS][32];
-
-/* debugfs files of fault injection are streams: one open per access */
-static int knob_rw(int i, const char *val, char *old, size_t oldlen)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), FI_DIR "%s/%s", fi_knobs[i][0],
-		 fi_knobs[i][1]);
-	if (old) {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -1;
-		n = read(fd, old, oldlen - 1);
-		old[n > 0 ? n : 0] = 0;
-		close(fd);
-	}
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
-}
-
-/* Set the knobs, saving what they were; -1 if there are none. */
-static int fi_setup(void)
-{
-	unsigned int i;
-
-	for (i = 0; i < NR_KNOBS; i++)
-		if (knob_rw(i, fi_knobs[i][2], fi_saved[i],
-			    sizeof(fi_saved[i]))) {
-			fprintf(stderr, "# cannot set %s/%s: %s\n",
-				fi_knobs[i][0], fi_knobs[i][1],
-				strerror(errno));
-			return -1;
-		}
-	return 0;
-}
-
-/* Backwards: probability goes back to 0 before task-filter to N. */
-static void fi_restore(void)
-{
-	unsigned int i;
-
-	for (i = NR_KNOBS; i-- > 0;)
-		if (fi_saved[i][0])
-			knob_rw(i, fi_saved[i], NULL, 0);
-}
 
 /*
  * How a walk fails the calls: only their Nth allocation (the kernel's
@@ -328,7 +274,7 @@ struct unw {
 	struct fi_fds fi;	/* -1 until a walk opens them */
 	int mfd;		/* holds the arguments of the calls */
 	void *argpage;
-	bool fi_set;
+	bool knobs_set;
 	char *src;		/* the owner's buffer (fill SRC_SEED) */
 	char *dst;		/* under FIXED attaches (fill DST_SEED) */
 	struct snap base;
@@ -371,8 +317,8 @@ static void unw_teardown(struct __test_metadata *_metadata, struct unw *u)
 			TH_LOG("cannot reset fail-nth");
 		close(u->fi.nth);
 	}
-	if (u->fi_set)
-		fi_restore();
+	if (u->knobs_set)
+		fi_reset(fi_knobs, NR_KNOBS);
 	if (u->fd >= 0)
 		close(u->fd);
 }
@@ -385,8 +331,8 @@ static bool nth_ready(struct unw *u)
 			 O_WRONLY | O_CLOEXEC);
 	if (u->fi.nth < 0 || u->fi.mif < 0)
 		return false;
-	u->fi_set = true;
-	return !fi_setup();
+	u->knobs_set = true;
+	return !fi_set(fi_knobs, NR_KNOBS);
 }
 
 FIXTURE(unwind) {
