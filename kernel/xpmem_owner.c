@@ -95,18 +95,22 @@ xpmem_owner_inval_get(struct xpmem_owner_notifier *notif)
 	lockdep_assert_held(&notif->lock);
 	/* only takers hold the lock: the bit is still clear */
 	if (i < XPMEM_OWNER_SPARES &&
-	    !WARN_ON_ONCE(test_and_set_bit(i, &notif->spares_used)))
+	    !WARN_ON_ONCE(test_and_set_bit_lock(i, &notif->spares_used)))
 		return &notif->spares[i];
 	return kmalloc(sizeof(struct xpmem_owner_inval),
 		       GFP_NOWAIT | __GFP_NOWARN);
 }
 
-/* Give back an entry that is on no list any more; takes no lock. */
+/*
+ * Give back an entry that is on no list any more; takes no lock.  A spare
+ * is released (clear_bit_unlock()): what its last user read of it is done
+ * before the next taker writes it.
+ */
 static void xpmem_owner_inval_put(struct xpmem_owner_notifier *notif,
 				  struct xpmem_owner_inval *f)
 {
 	if (f >= notif->spares && f < notif->spares + XPMEM_OWNER_SPARES)
-		clear_bit(f - notif->spares, &notif->spares_used);
+		clear_bit_unlock(f - notif->spares, &notif->spares_used);
 	else
 		kfree(f);
 }
