@@ -16,6 +16,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
+#include <linux/wait_bit.h>
 #include <linux/workqueue.h>
 
 #include "xpmem_internal.h"
@@ -23,6 +24,13 @@
 
 /* The removal of owners' sentinels, after the core freed their record. */
 static struct workqueue_struct *xpmem_owner_free_wq;
+/*
+ * Records the core made (alloc_notifier) and our free work has not yet
+ * freed.  mmu_notifier_synchronize() waits for an SRCU grace period, not
+ * for the callbacks that grace period readies on other CPUs, so module
+ * exit also waits for this to reach 0 (xpmem_owner_exit()).
+ */
+static atomic_t xpmem_owner_live = ATOMIC_INIT(0);
 
 /*
  * The owner's notifier record, one per owner mm, shared by its segments.
@@ -125,6 +133,7 @@ static struct mmu_notifier *xpmem_owner_alloc(struct mm_struct *mm)
 	spin_lock_init(&notif->lock);
 	INIT_LIST_HEAD(&notif->inflight);
 	init_waitqueue_head(&notif->wq);
+	atomic_inc(&xpmem_owner_live);
 	return &notif->mn;
 }
 
@@ -140,7 +149,7 @@ static void xpmem_owner_release(struct xpmem_owner_notifier *notif)
 }
 
 /*
- * The end of an owner's record with a sentinel: remove it, then free.
+ * The end of an owner's record: remove its sentinel, if inserted, then free.
  *
  * May wait for: the owner's invalidations in flight, uninterruptibly, if
  * the removal is deferred (mmu_interval_notifier_remove()) - in a kworker,
@@ -158,25 +167,27 @@ static void xpmem_owner_free_work(struct work_struct *work)
 	struct xpmem_owner_notifier *notif =
 		container_of(work, struct xpmem_owner_notifier, free_work);
 
-	mmu_interval_notifier_remove(&notif->sentinel);
+	if (READ_ONCE(notif->itree))
+		mmu_interval_notifier_remove(&notif->sentinel);
 	xpmem_owner_release(notif);
+	/* the last thing: module exit may go on once it reads 0 */
+	if (atomic_dec_and_test(&xpmem_owner_live))
+		wake_up_var(&xpmem_owner_live);
 }
 
 /*
  * The core's free_notifier, from an SRCU callback after the record's last
- * put: may not sleep, so a record with a sentinel goes to a work that owns
- * it from here (module exit waits for the SRCU callbacks, then the work).
- * Waits for nothing, takes no lock, touches no owner memory.
+ * put (or from a failed mmu_notifier_get()): hands the record to a work
+ * that owns it from here, and does nothing after queueing it, so that
+ * no code of the module runs in the SRCU callback once the work can have
+ * run (module exit waits for the work: xpmem_owner_exit()).  Waits for
+ * nothing, takes no lock, touches no owner memory.
  */
 static void xpmem_owner_free(struct mmu_notifier *mn)
 {
 	struct xpmem_owner_notifier *notif =
 		container_of(mn, struct xpmem_owner_notifier, mn);
 
-	if (!READ_ONCE(notif->itree)) {
-		xpmem_owner_release(notif);
-		return;
-	}
 	INIT_WORK(&notif->free_work, xpmem_owner_free_work);
 	queue_work(xpmem_owner_free_wq, &notif->free_work);
 }
@@ -637,13 +648,17 @@ int xpmem_owner_init(void)
 
 /*
  * Called once every attachment's end has run (the mirror's exit waits
- * for them): those ends put the owners' records; the core frees them
- * after an SRCU grace period, queueing the removal of their sentinels on
- * this file's queue, which the destroy drains.
+ * for them): those ends put the owners' records; the core hands them to
+ * xpmem_owner_free() after an SRCU grace period, which queues their end
+ * on this file's queue.  The grace period is not enough (the callbacks
+ * it readied may run later on other CPUs): wait until every record the
+ * core made has been freed by its work, then let the destroy wait for
+ * the works to return.
  */
 void xpmem_owner_exit(void)
 {
 	mmu_notifier_synchronize();
+	wait_var_event(&xpmem_owner_live, !atomic_read(&xpmem_owner_live));
 	destroy_workqueue(xpmem_owner_free_wq);
 	xpmem_zap_exit();
 }
