@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "xpmem_sysfs.h"
+
 #define FI_DIR		"/sys/kernel/debug/"
 
 /* One knob: FI_DIR @dir/@name gets @val; what it held is kept in @saved. */
@@ -28,15 +30,33 @@ struct fi_knob {
 };
 #define FI_KNOB(d, n, v)	{ .dir = (d), .name = (n), .val = (v) }
 
-/* debugfs files of fault injection are streams: one open per access */
+/*
+ * failslab failing every slab allocation of a task whose make-it-fail is
+ * 1 (task filter), those that may sleep included; no other task's.
+ */
+#define FI_FAILSLAB_EVERY_ALLOC					\
+	FI_KNOB("failslab", "task-filter", "Y"),		\
+	FI_KNOB("failslab", "probability", "100"),		\
+	FI_KNOB("failslab", "interval", "1"),			\
+	FI_KNOB("failslab", "times", "-1"),			\
+	FI_KNOB("failslab", "space", "0"),			\
+	FI_KNOB("failslab", "verbose", "0"),			\
+	FI_KNOB("failslab", "ignore-gfp-wait", "N")
+
+/*
+ * debugfs files of fault injection are streams: one open per access.
+ * With @save, the old value goes to @k->saved first.
+ */
 static inline int fi_knob_rw(struct fi_knob *k, const char *val, bool save)
 {
-	char path[128];
+	char dir[64], path[128];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), FI_DIR "%s/%s", k->dir, k->name);
+	snprintf(dir, sizeof(dir), FI_DIR "%s", k->dir);
 	if (save) {
+		if (sysfs_path(path, sizeof(path), dir, k->name))
+			return -1;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return -1;
@@ -44,12 +64,7 @@ static inline int fi_knob_rw(struct fi_knob *k, const char *val, bool save)
 		k->saved[n > 0 ? n : 0] = 0;
 		close(fd);
 	}
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
+	return sysfs_write(dir, k->name, val);
 }
 
 /* Set the @n knobs of @k, saving what they were; -1 if one cannot be. */

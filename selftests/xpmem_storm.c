@@ -111,15 +111,7 @@ FIXTURE_VARIANT_ADD(storm, dontneed_read_after_failed_allocation) {
 };
 
 /* Every slab allocation of a task whose make-it-fail is 1 fails. */
-static struct fi_knob storm_fi[] = {
-	FI_KNOB("failslab", "task-filter", "Y"),
-	FI_KNOB("failslab", "probability", "100"),
-	FI_KNOB("failslab", "interval", "1"),
-	FI_KNOB("failslab", "times", "-1"),
-	FI_KNOB("failslab", "space", "0"),
-	FI_KNOB("failslab", "verbose", "0"),
-	FI_KNOB("failslab", "ignore-gfp-wait", "N"),
-};
+static struct fi_knob storm_fi[] = { FI_FAILSLAB_EVERY_ALLOC };
 #define STORM_FI	(sizeof(storm_fi) / sizeof(storm_fi[0]))
 
 /*

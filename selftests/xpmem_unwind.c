@@ -55,13 +55,7 @@
  * moment fail-nth fired to the end of the call (FROM_NTH).
  */
 static struct fi_knob fi_knobs[] = {
-	FI_KNOB("failslab", "task-filter", "Y"),
-	FI_KNOB("failslab", "probability", "100"),
-	FI_KNOB("failslab", "interval", "1"),
-	FI_KNOB("failslab", "times", "-1"),
-	FI_KNOB("failslab", "space", "0"),
-	FI_KNOB("failslab", "verbose", "0"),
-	FI_KNOB("failslab", "ignore-gfp-wait", "N"),
+	FI_FAILSLAB_EVERY_ALLOC,
 	FI_KNOB("fail_page_alloc", "task-filter", "Y"),
 	FI_KNOB("fail_page_alloc", "probability", "100"),
 	FI_KNOB("fail_page_alloc", "interval", "1"),
