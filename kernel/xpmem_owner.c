@@ -91,8 +91,13 @@ struct xpmem_owner_notifier {
 
 /*
  * An entry for an invalidation: a spare of the record, or else a new one
- * (GFP_NOWAIT: the callback may run in reclaim, under the owner's locks).
- * Under notif->lock.  Return: the entry, or NULL.
+ * (GFP_NOWAIT: the callback may run in reclaim, under the owner's
+ * mmap_lock, an i_mmap_rwsem or folio locks, so it may not sleep or
+ * reclaim).  Under notif->lock, a leaf spinlock: waits for nothing else.
+ * The spares were allocated with the record at the owner's MAKE and
+ * charged to the owner; a new entry is allocated in the invalidating
+ * task, which is the owner's or acts on the owner's memory, and lives
+ * only until that invalidation ends.  Return: the entry, or NULL.
  */
 static struct xpmem_owner_inval *
 xpmem_owner_inval_get(struct xpmem_owner_notifier *notif)
@@ -110,9 +115,10 @@ xpmem_owner_inval_get(struct xpmem_owner_notifier *notif)
 }
 
 /*
- * Give back an entry that is on no list any more; takes no lock.  A spare
- * is released (clear_bit_unlock()): what its last user read of it is done
- * before the next taker writes it.
+ * Give back an entry that is on no list any more, from the owner's
+ * invalidate_range_end (or the record's free); takes no lock, waits for
+ * nothing.  A spare is released (clear_bit_unlock()): what its last user
+ * read of it is done before the next taker writes it.
  */
 static void xpmem_owner_inval_put(struct xpmem_owner_notifier *notif,
 				  struct xpmem_owner_inval *f)
@@ -177,11 +183,20 @@ static void xpmem_owner_free_work(struct work_struct *work)
 
 /*
  * The core's free_notifier, from an SRCU callback after the record's last
- * put (or from a failed mmu_notifier_get()): hands the record to a work
- * that owns it from here, and does nothing after queueing it, so that
- * no code of the module runs in the SRCU callback once the work can have
- * run (module exit waits for the work: xpmem_owner_exit()).  Waits for
- * nothing, takes no lock, touches no owner memory.
+ * put (or from a failed mmu_notifier_get(), in MAKE or ATTACH): hands the
+ * record to a work that owns it from here, and does nothing after
+ * queueing it, so that no code of the module runs in the SRCU callback
+ * once the work can have run (module exit waits for the work:
+ * xpmem_owner_exit()).
+ *
+ * May wait for: nothing - it takes no lock and allocates nothing (the work
+ * is part of the record), so whatever the core holds around an SRCU
+ * callback cannot matter.  Nothing of an owner or another user can
+ * prolong it, and no task's exit, unmap or close waits for it.  It maps
+ * nothing and touches no owner memory: placement and revocation do not
+ * arise.  The work it queues owns the record, which nothing else reaches
+ * any more (its last put was made and the grace period has passed), and
+ * the module stays until the work has run.
  */
 static void xpmem_owner_free(struct mmu_notifier *mn)
 {
