@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xpmem_attach.c - attachments: ATTACH, their files and their VMAs
+ * xpmem_attach.c - ATTACH: the ctxs' pseudo files and how they are mapped
  *
- * An attachment is a MAP_SHARED mapping of a pseudo file opened on an
- * anonymous inode of its own, at file offset == segment offset.  The inode
- * gives it an address_space, so invalidating it is unmap_mapping_range(),
- * whoever maps it and however its VMAs were split or moved; its
- * mmu_interval_notifiers, one per segment range it maps, cover the owner's
- * ranges (the mirror, xpmem_mirror.c).
+ * An attachment is a MAP_SHARED mapping of its ctx's pseudo file (one
+ * per open of /dev/xpmem, made at its first ATTACH), at file offsets of
+ * its own: segment offset + att->file_delta.  The file's inode gives it
+ * an address_space, so invalidating an attachment is
+ * unmap_mapping_range() over its offsets, whoever maps it and however its
+ * VMAs were split or moved; its mmu_interval_notifiers, one per segment
+ * range it maps, cover the owner's ranges (the mirror, xpmem_mirror.c).
  *
- * An attachment ends when its last VMA is unmapped and its file released.
- * RELEASE of its permit, REMOVE of its segment (xpmem_detach.c), and the
- * owner's exit make it dead first: its PTEs are zapped and every later
- * access is SIGBUS (zeros with ZERO_REVOKED: xpmem_zero.c).  POPULATE is
- * xpmem_populate.c.
+ * An attachment ends when its last VMA is unmapped and nobody holds it
+ * any more (xpmem_end.c).  RELEASE of its permit, REMOVE of its segment
+ * (xpmem_detach.c), and the owner's exit make it dead first: its PTEs are
+ * zapped and every later access is SIGBUS (zeros with ZERO_REVOKED:
+ * xpmem_zero.c).  POPULATE is xpmem_populate.c.
  */
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -32,10 +33,10 @@
 #define XPMEM_FS_MAGIC		0x78706d6d	/* "xpmm" */
 
 /*
- * Mounted while any attachment inode exists or /dev/xpmem is open
- * (simple_pin_fs()); the mount pins the module through .owner, so a last
- * fput() after rmmod cannot reach freed module text or the freed
- * file_system_type.
+ * Mounted while /dev/xpmem is open (simple_pin_fs()), and kept by each
+ * pseudo file and each attachment; the mount pins the module through
+ * .owner, so a last fput() or iput() after rmmod cannot reach freed
+ * module text or the freed file_system_type.
  */
 static struct vfsmount *xpmem_attach_mnt;
 static int xpmem_attach_mnt_count;
@@ -53,18 +54,17 @@ static struct file_system_type xpmem_attach_fs_type = {
 };
 
 /**
- * xpmem_attach_fs_pin - keep the attachments' filesystem mounted
+ * xpmem_attach_fs_pin - keep the pseudo files' filesystem mounted
  *
  * Each open of /dev/xpmem pins it until xpmem_attach_fs_unpin() at its
- * release, so that an ATTACH after the last attachment ended does not
- * mount it again (a new superblock), nor the end of that attachment
- * unmount it.  Each attachment pins it too, for as long as its inode
- * lives.  Context: process (open of /dev/xpmem), no lock held; may sleep
- * while the first pin mounts (a superblock and root inode, charged to
- * nobody: one for the whole module).  Nothing another user controls is
- * waited for; xpmem_attach_fs_unpin() at a release or in the end worker
+ * release, so that its ATTACH can make the ctx's pseudo file there.  The
+ * file and each attachment keep the mount (a reference, not a pin) for as
+ * long as they live.  Context: process (open of /dev/xpmem), no lock
+ * held; may sleep while the first pin mounts (a superblock and root
+ * inode, charged to nobody: one for the whole module).  Nothing another
+ * user controls is waited for; xpmem_attach_fs_unpin() at a release
  * waits for nothing but the unmount of an empty file system by the last
- * pin.
+ * reference.
  *
  * Return: 0, or a negative errno from the mount.
  */
@@ -80,115 +80,48 @@ void xpmem_attach_fs_unpin(void)
 	simple_release_fs(&xpmem_attach_mnt, &xpmem_attach_mnt_count);
 }
 
-static void xpmem_attach_unlink(struct xpmem_att *att)
-{
-	struct xpmem_permit *permit = att->permit;
-	struct xpmem_seg *seg = att->seg;
+/*
+ * An ATTACH mapping its ctx's pseudo file: the only caller whose mmap the
+ * file accepts (ctx->placing, under ctx->space_lock).
+ */
+struct xpmem_attach_placing {
+	struct list_head node;
+	struct xpmem_att *att;
+	struct task_struct *task;
+};
 
-	mutex_lock(&permit->lock);
-	if (!list_empty(&att->permit_node)) {
-		list_del_init(&att->permit_node);
-		atomic_dec(&permit->nr_atts);
+/* The attachment the current ATTACH maps at file page @pgoff, if any. */
+static struct xpmem_att *xpmem_attach_placed(struct xpmem_ctx *ctx,
+					     unsigned long pgoff)
+{
+	struct xpmem_attach_placing *p;
+	struct xpmem_att *att = NULL;
+
+	spin_lock(&ctx->space_lock);
+	list_for_each_entry(p, &ctx->placing, node) {
+		if (p->task == current &&
+		    (p->att->offset + p->att->file_delta) >> PAGE_SHIFT ==
+		    pgoff) {
+			att = p->att;
+			break;
+		}
 	}
-	mutex_unlock(&permit->lock);
-	mutex_lock(&seg->att_lock);
-	if (!list_empty(&att->seg_node)) {
-		list_del_init(&att->seg_node);
-		atomic_dec(&seg->nr_atts);
-	}
-	mutex_unlock(&seg->att_lock);
+	spin_unlock(&ctx->space_lock);
+	return att;
 }
 
 /*
- * Drop what @att holds of its permit, segment and ctx, and its own pages
- * (no VMA maps them any more); count it gone.  What its notifiers still
- * use - the owner's record, the mapped bitmaps, the inode - it keeps
- * until they are removed.
+ * Called under the attacher's mmap_lock (write) by the vm_mmap() of
+ * xpmem_attach_place(); takes ctx->space_lock (leaf) and waits for
+ * nothing else.  The VMA takes a hold of the attachment (xpmem_end.c).
  */
-static void xpmem_attach_put_objects(struct xpmem_att *att)
-{
-	xpmem_zero_att_destroy(att);
-	xpmem_attach_unlink(att);
-	xpmem_permit_put(att->permit);
-	xpmem_seg_put(att->seg);
-	atomic_dec(&att->ctx->nr_atts);
-	xpmem_ctx_put(att->ctx);
-	atomic_long_dec(&xpmem_stats.attachments);
-}
-
-/*
- * Remove the notifiers, then free what only they and the zaps their
- * invalidations listed use, and @att.  Waits, uninterruptibly, for an
- * invalidation of the owner that is calling them to end
- * (mmu_interval_notifier_remove()): something the owner can prolong, so
- * only the worker of xpmem_attach_free() calls it.  The
- * callback may still run until then; it uses nothing
- * xpmem_attach_put_objects() put.  Once it returns, no zap naming @att is
- * left: the ones listed by the invalidations in progress were done before
- * those ended.
- */
-static void xpmem_attach_free_mirrored(struct xpmem_att *att)
-{
-	unsigned int i;
-
-	cancel_work_sync(&att->settle_work);
-	for (i = 0; i < att->nr_mirrors; i++)
-		if (att->mirrors[i].live)
-			mmu_interval_notifier_remove(&att->mirrors[i].notifier);
-	xpmem_owner_put(att);
-	xpmem_zap_mapped_destroy(att);
-	/* before the mount that holds its superblock */
-	if (att->inode)
-		iput(att->inode);
-	kvfree(att);
-	simple_release_fs(&xpmem_attach_mnt, &xpmem_attach_mnt_count);
-}
-
-/*
- * The worker of an attachment's end: runs on its own queue, within a tick
- * of the release (xpmem_mirror_defer() queues ends in batches), holds no
- * lock, and nothing waits for it (an owner that keeps invalidating only
- * delays it, and with it the freeing of @att's memory).
- *
- * May wait for: the settle work (cancel_work_sync(), itself waiting for
- * the owner's invalidations in flight) and, in
- * mmu_interval_notifier_remove(), the end of the owner's invalidations in
- * flight - uninterruptibly, but in a kworker, never in a task of the
- * attacher or the owner.  The core never calls it, so it cannot hold an
- * i_mmap_rwsem, mmap_lock or folio lock the wait depends on.  It owns
- * @att: the release (or failed ATTACH) handed it over and nothing else
- * reaches @att but the batch that queues this work (xpmem_mirror_defer())
- * and the notifier callbacks and their listed zaps, which the removal
- * waits for.  It maps nothing and touches no owner memory;
- * the pages it frees were charged to the attacher (memcg, and the user's
- * revoked-page count was given back at release).
- */
-static void xpmem_attach_unmirror_work(struct work_struct *work)
-{
-	xpmem_attach_free_mirrored(container_of(work, struct xpmem_att,
-						free_work));
-}
-
-/*
- * The end of @att, from its release or a failed ATTACH (which undoes
- * xpmem_attach_alloc() and whatever of the setup was done this way): the
- * objects are dropped at once, the rest is left to the worker.
- */
-static void xpmem_attach_free(struct xpmem_att *att)
-{
-	WRITE_ONCE(att->ended, true);
-	xpmem_attach_put_objects(att);
-	INIT_WORK(&att->free_work, xpmem_attach_unmirror_work);
-	xpmem_mirror_defer(att);
-}
-
 static int xpmem_attach_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	struct xpmem_att *att = file->private_data;
+	struct xpmem_att *att = xpmem_attach_placed(file->private_data,
+						    vma->vm_pgoff);
 
-	/* Only the vm_mmap() in xpmem_attach_create() maps this file, once. */
-	if (vma->vm_mm != att->mm || !(vma->vm_flags & VM_SHARED) ||
-	    vma->vm_pgoff != att->offset >> PAGE_SHIFT ||
+	/* Only ATTACH maps this file, each attachment once. */
+	if (!att || vma->vm_mm != att->mm || !(vma->vm_flags & VM_SHARED) ||
 	    vma->vm_end - vma->vm_start != att->size ||
 	    atomic_read(&att->nr_vmas))
 		return -EINVAL;
@@ -214,26 +147,7 @@ static int xpmem_attach_mmap(struct file *file, struct vm_area_struct *vma)
 	vma->vm_ops = &xpmem_fault_vm_ops;
 	vma->vm_private_data = att;
 	atomic_set(&att->nr_vmas, 1);
-	return 0;
-}
-
-/*
- * The last VMA is gone (munmap, DETACH, exit).  The objects are dropped at
- * once; the notifiers are removed, and @att freed, by a worker that
- * nothing waits for: removing a notifier waits for the owner's
- * invalidations in progress to end, which another user's owner can
- * prolong at will, and no path to exit or munmap may wait for that.
- *
- * Called from __fput() (task work of munmap, close or exit) with no lock
- * held.  May wait for: permit->lock and seg->att_lock, which RELEASE and
- * REMOVE hold across their zaps - the zap worker, which needs only
- * attachments' i_mmap_rwsem and page table locks, none of which the
- * owner can hold for long - and nothing the owner or another user can
- * prolong.  It maps nothing and touches no owner memory.
- */
-static int xpmem_attach_release(struct inode *inode, struct file *file)
-{
-	xpmem_attach_free(file->private_data);
+	xpmem_end_hold(att);
 	return 0;
 }
 
@@ -243,8 +157,88 @@ static const struct file_operations xpmem_attach_fops = {
 #ifdef XPMEM_HAVE_HUGE_PFNMAP
 	.get_unmapped_area = xpmem_fault_get_unmapped_area,
 #endif
-	.release = xpmem_attach_release,
 };
+
+/*
+ * The pseudo file every attachment of @ctx maps, made at the first ATTACH
+ * (a dentry, a file and an inode, charged to the caller) and kept by @ctx
+ * until it is freed; the VMAs hold it too.
+ *
+ * Return: the file, or an ERR_PTR().
+ */
+static struct file *xpmem_attach_space(struct xpmem_ctx *ctx)
+{
+	/* pairs with the cmpxchg() that published it */
+	struct file *file = smp_load_acquire(&ctx->space), *old;
+	struct inode *inode;
+	int ret;
+
+	if (file)
+		return file;
+	inode = alloc_anon_inode(xpmem_attach_mnt->mnt_sb);
+	if (IS_ERR(inode))
+		return ERR_CAST(inode);
+	/* The file's f_op->owner reference is taken here, dropped by fput. */
+	if (!try_module_get(THIS_MODULE)) {
+		ret = -ENOENT;
+		goto put_inode;
+	}
+	file = alloc_file_pseudo(inode, xpmem_attach_mnt, "xpmem", O_RDWR,
+				 &xpmem_attach_fops);
+	if (IS_ERR(file)) {
+		ret = PTR_ERR(file);
+		goto put_module;
+	}
+	file->private_data = ctx;
+	/* another thread of the caller may have been first */
+	old = cmpxchg(&ctx->space, NULL, file);
+	if (old) {
+		fput(file);
+		return old;
+	}
+	return file;
+
+put_module:
+	module_put(THIS_MODULE);
+put_inode:
+	iput(inode);
+	return ERR_PTR(ret);
+}
+
+/* The end of the file offsets a ctx hands out (file_mmap_ok() allows more) */
+#define XPMEM_SPACE_END		((ULONG_MAX >> 1) & PMD_MASK)
+
+/*
+ * File offsets for @att in its ctx's pseudo file: from a PMD_SIZE block
+ * no attachment of the ctx had, congruent modulo PMD_SIZE with the owner
+ * address they mirror first, so that the attach address, congruent with
+ * the file offset (xpmem_fault_get_unmapped_area()), lets owner PMDs be
+ * attacher PMDs.  Offsets are handed out once, from 0 up: 2^62 bytes on
+ * 64 bits, at least 2 MiB an attachment.  At the end they start again at
+ * 0 if no other attachment of the ctx is alive, else ATTACH fails with
+ * -ENOSPC.
+ */
+static int xpmem_attach_reserve(struct xpmem_ctx *ctx, struct xpmem_att *att)
+{
+	unsigned long congruent = att->mirrors[0].r.oaddr & ~PMD_MASK;
+	unsigned long base;
+	int ret = 0;
+
+	spin_lock(&ctx->space_lock);
+	base = round_up(ctx->space_next, PMD_SIZE) + congruent;
+	if (base > XPMEM_SPACE_END || XPMEM_SPACE_END - base < att->size) {
+		if (atomic_read(&ctx->nr_atts) == 1)
+			base = congruent;
+		else
+			ret = -ENOSPC;
+	}
+	if (!ret) {
+		att->file_delta = base - att->offset;
+		ctx->space_next = base + att->size;
+	}
+	spin_unlock(&ctx->space_lock);
+	return ret;
+}
 
 /* xpmem_find_vma_match() test: any attachment. */
 static bool xpmem_attach_vma_any(struct vm_area_struct *vma, void *data)
@@ -277,7 +271,30 @@ static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
 }
 
 /*
- * Map @file at @addr (FIXED), or where the kernel chooses.  In the owner's
+ * vm_mmap() of @att's file offsets.  A failure after xpmem_attach_mmap()
+ * accepted the VMA drops the VMA's hold where the core did not call
+ * ->close (kernels without "mm: unconditionally close VMAs on error"):
+ * nobody else saw that VMA.
+ */
+static unsigned long xpmem_attach_mmap_once(struct xpmem_att *att,
+					    struct file *file,
+					    unsigned long addr,
+					    unsigned long flags)
+{
+	unsigned long prot = PROT_READ | (att->writable ? PROT_WRITE : 0);
+	unsigned long mapped;
+
+	mapped = vm_mmap(file, addr, att->size, prot, MAP_SHARED | flags,
+			 att->offset + att->file_delta);
+	if (IS_ERR_VALUE(mapped) && atomic_read(&att->nr_vmas)) {
+		atomic_set(&att->nr_vmas, 0);
+		xpmem_end_put(att);	/* never the last: ATTACH holds it */
+	}
+	return mapped;
+}
+
+/*
+ * Map @att at @addr (FIXED), or where the kernel chooses.  In the owner's
  * own process the kernel's choice may fall on the source range the
  * attachment mirrors, which xpmem_attach_mmap() refuses: then try just above
  * and just below the source ranges before giving up.
@@ -285,18 +302,15 @@ static int xpmem_attach_fixed_ok(struct xpmem_seg *seg, unsigned long offset,
  * Return: the address, or an error value.
  */
 static unsigned long xpmem_attach_place(struct xpmem_att *att,
-					struct file *file,
-					unsigned long addr, unsigned long size,
-					unsigned long offset)
+					struct file *file, unsigned long addr)
 {
-	unsigned long prot = PROT_READ | (att->writable ? PROT_WRITE : 0);
 	unsigned long lo = ULONG_MAX, hi = 0, mapped = -EINVAL;
+	unsigned long size = att->size;
 	unsigned long hints[3];
 	unsigned int i;
 
 	if (addr)
-		return vm_mmap(file, addr, size, prot, MAP_SHARED | MAP_FIXED,
-			       offset);
+		return xpmem_attach_mmap_once(att, file, addr, MAP_FIXED);
 	/* vectored ranges may lie in any order: take the extremes */
 	for (i = 0; i < att->nr_mirrors; i++) {
 		lo = min(lo, att->mirrors[i].r.oaddr);
@@ -309,12 +323,30 @@ static unsigned long xpmem_attach_place(struct xpmem_att *att,
 	for (i = 0; i < ARRAY_SIZE(hints); i++) {
 		if (i && (att->seg->mm != current->mm || !hints[i]))
 			continue;
-		mapped = vm_mmap(file, hints[i], size, prot, MAP_SHARED,
-				 offset);
+		mapped = xpmem_attach_mmap_once(att, file, hints[i], 0);
 		if (mapped != (unsigned long)-EADDRNOTAVAIL)
 			return mapped;
 	}
 	return mapped == (unsigned long)-EADDRNOTAVAIL ? -ENOMEM : mapped;
+}
+
+/* xpmem_attach_place() as the one caller whose mmap @file accepts. */
+static unsigned long xpmem_attach_place_listed(struct xpmem_att *att,
+					       struct file *file,
+					       unsigned long addr)
+{
+	struct xpmem_attach_placing p = { .att = att, .task = current };
+	struct xpmem_ctx *ctx = att->ctx;
+	unsigned long mapped;
+
+	spin_lock(&ctx->space_lock);
+	list_add(&p.node, &ctx->placing);
+	spin_unlock(&ctx->space_lock);
+	mapped = xpmem_attach_place(att, file, addr);
+	spin_lock(&ctx->space_lock);
+	list_del(&p.node);
+	spin_unlock(&ctx->space_lock);
+	return mapped;
 }
 
 /* Link @att into its permit and segment, unless they ended meanwhile. */
@@ -431,8 +463,12 @@ static void xpmem_attach_set_mirrors(struct xpmem_att *att,
 	}
 }
 
-/* A new attachment of @permit, charged to @ctx; takes over @permit's ref. */
+/*
+ * A new attachment of @permit in @space, charged to @ctx, with the
+ * caller's hold; takes over @permit's ref, also when it fails.
+ */
 static struct xpmem_att *xpmem_attach_alloc(struct xpmem_ctx *ctx,
+					    struct file *space,
 					    struct xpmem_permit *permit,
 					    unsigned long offset,
 					    unsigned long size)
@@ -445,24 +481,24 @@ static struct xpmem_att *xpmem_attach_alloc(struct xpmem_ctx *ctx,
 	int ret;
 
 	if (!xpmem_ctx_charge_att(&ctx->nr_atts,
-				  READ_ONCE(xpmem_max_attachments)))
+				  READ_ONCE(xpmem_max_attachments))) {
+		xpmem_permit_put(permit);
 		return ERR_PTR(-ENOSPC);
+	}
 	/* 448 + 128 bytes a mirror: kvzalloc() beyond a few pages */
 	att = kvzalloc(struct_size(att, mirrors, nr), GFP_KERNEL_ACCOUNT);
 	if (!att) {
 		atomic_dec(&ctx->nr_atts);
+		xpmem_permit_put(permit);
 		return ERR_PTR(-ENOMEM);
 	}
 	att->nr_mirrors = nr;
 	att->first_range = first;
-	ret = simple_pin_fs(&xpmem_attach_fs_type, &xpmem_attach_mnt,
-			    &xpmem_attach_mnt_count);
-	if (ret) {
-		atomic_dec(&ctx->nr_atts);
-		kvfree(att);
-		return ERR_PTR(ret);
-	}
-	/* From here on xpmem_attach_free() undoes everything. */
+	/* From here on xpmem_end_put() undoes everything. */
+	atomic_set(&att->users, 1);
+	att->inode = file_inode(space);
+	ihold(att->inode);
+	att->mnt = mntget(space->f_path.mnt);
 	mutex_init(&att->lock);
 	mutex_init(&att->pt_lock);
 	xpmem_zap_mapped_init(att);
@@ -482,6 +518,11 @@ static struct xpmem_att *xpmem_attach_alloc(struct xpmem_ctx *ctx,
 	xpmem_attach_set_mirrors(att, offset, size);
 	att->writable = permit->writable;
 	atomic_long_inc(&xpmem_stats.attachments);
+	ret = xpmem_attach_reserve(ctx, att);
+	if (ret) {
+		xpmem_end_put(att);
+		return ERR_PTR(ret);
+	}
 	return att;
 }
 
@@ -536,44 +577,6 @@ static struct xpmem_permit *xpmem_attach_permit(struct xpmem_ctx *ctx,
 	return permit;
 }
 
-/*
- * The pseudo file of a mirrored, linked attachment, with its own inode;
- * the file owns @att once this succeeds.
- * Return: the file, or an ERR_PTR() with @att still the caller's.
- */
-static struct file *xpmem_attach_file(struct xpmem_att *att)
-{
-	struct inode *inode;
-	struct file *file;
-	int ret;
-
-	inode = alloc_anon_inode(xpmem_attach_mnt->mnt_sb);
-	if (IS_ERR(inode))
-		return ERR_CAST(inode);
-	/* The file's f_op->owner reference is taken here, dropped by fput. */
-	if (!try_module_get(THIS_MODULE)) {
-		ret = -ENOENT;
-		goto put_inode;
-	}
-	file = alloc_file_pseudo(inode, xpmem_attach_mnt, "xpmem", O_RDWR,
-				 &xpmem_attach_fops);
-	if (IS_ERR(file)) {
-		ret = PTR_ERR(file);
-		goto put_module;
-	}
-	/* @att's own reference, until its notifiers are removed */
-	ihold(inode);
-	att->inode = inode;
-	file->private_data = att;
-	return file;
-
-put_module:
-	module_put(THIS_MODULE);
-put_inode:
-	iput(inode);
-	return ERR_PTR(ret);
-}
-
 /**
  * xpmem_attach_create - ATTACH, EXT_ATTACH: map a segment part into the caller
  * @ctx: the caller's device context
@@ -583,9 +586,10 @@ put_inode:
  * @vaddr: with XPMEM_EXT_ATTACH_FIXED the address on entry (else 0); the
  *         mapped address on success
  * @flags: XPMEM_EXT_ATTACH_*
- * @filep: on success, the attachment's file, referenced: the caller
- *         copies the address out, then fput()s it, or on failure hands it
- *         to xpmem_detach_undo() first
+ * @attp: on success, the attachment, with a hold of the caller's: the
+ *        caller copies the address out, then drops it with
+ *        xpmem_end_put(), or on failure hands it to xpmem_detach_undo()
+ *        first
  *
  * A FIXED address is used as with MAP_FIXED, but may not cover an
  * existing attachment, nor the attachment's own source range when the
@@ -600,18 +604,20 @@ put_inode:
  * Return: 0, -EINVAL for a malformed request, -ENOENT for an unknown or
  * released permit or a removed segment or exited owner, -EACCES for
  * another process's permit or POPULATE_WRITE through a read-only one,
- * -ENOSPC over the max_attachments limit, -ENOMEM, or what mmap returns;
- * -ERESTARTNOINTR (the ioctl is restarted) if io_uring task work came
- * while the owner's first notifier was being registered.
+ * -ENOSPC over the max_attachments limit (or, after 2^62 bytes of
+ * attachments in one open of the device, while others are alive),
+ * -ENOMEM, or what mmap returns; -ERESTARTNOINTR (the ioctl is restarted)
+ * if io_uring task work came while the owner's first notifier was being
+ * registered.
  */
 int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 			u64 size, unsigned long *vaddr, unsigned int flags,
-			struct file **filep)
+			struct xpmem_att **attp)
 {
 	unsigned long addr = *vaddr, mapped;
 	struct xpmem_permit *permit;
 	struct xpmem_att *att;
-	struct file *file;
+	struct file *space;
 	int ret;
 
 	if (!xpmem_attach_args_ok(apid, offset, size, addr, flags))
@@ -620,38 +626,35 @@ int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 	permit = xpmem_attach_permit(ctx, apid, offset, size, addr, flags);
 	if (IS_ERR(permit))
 		return PTR_ERR(permit);
-	att = xpmem_attach_alloc(ctx, permit, offset, size);
-	if (IS_ERR(att)) {
+	space = xpmem_attach_space(ctx);
+	if (IS_ERR(space)) {
 		xpmem_permit_put(permit);
-		return PTR_ERR(att);
+		return PTR_ERR(space);
 	}
 	/* att owns the permit reference now */
+	att = xpmem_attach_alloc(ctx, space, permit, offset, size);
+	if (IS_ERR(att))
+		return PTR_ERR(att);
 	att->writable &= !(flags & XPMEM_EXT_ATTACH_RDONLY);
 	att->zero_revoked = flags & XPMEM_EXT_ATTACH_ZERO_REVOKED;
 	ret = xpmem_attach_mirror(att) ?: xpmem_attach_link(att);
 	if (ret)
-		goto free_att;
-	file = xpmem_attach_file(att);
-	if (IS_ERR(file)) {
-		ret = PTR_ERR(file);
-		goto free_att;
-	}
-	/* from here the file owns att */
-	mapped = xpmem_attach_place(att, file, addr, size, offset);
+		goto put_att;
+	mapped = xpmem_attach_place_listed(att, space, addr);
 	if (IS_ERR_VALUE(mapped)) {
-		fput(file);
-		return (int)mapped;
+		ret = (int)mapped;
+		goto put_att;
 	}
 	if (flags & (XPMEM_EXT_ATTACH_POPULATE |
 		     XPMEM_EXT_ATTACH_POPULATE_WRITE))
 		xpmem_populate_att(att, mapped, mapped, mapped + size,
 				   flags & XPMEM_EXT_ATTACH_POPULATE_WRITE);
 	*vaddr = mapped;
-	*filep = file;
+	*attp = att;
 	return 0;
 
-free_att:
-	xpmem_attach_free(att);
+put_att:
+	xpmem_end_put(att);
 	return ret;
 }
 
@@ -660,7 +663,7 @@ free_att:
  * @ctx: the caller's device context
  * @cmd: classic ATTACH argument; @cmd->vaddr is the wanted address (0: any)
  *       on entry and the mapped address on success
- * @filep: as for xpmem_attach_create()
+ * @attp: as for xpmem_attach_create()
  *
  * A non-zero address is FIXED (xpmem_attach_create()).  @cmd->fd is ignored;
  * @cmd->flags must be 0.
@@ -668,7 +671,7 @@ free_att:
  * Return: as xpmem_attach_create().
  */
 int xpmem_attach_cmd(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
-		     struct file **filep)
+		     struct xpmem_att **attp)
 {
 	unsigned long vaddr = cmd->vaddr;
 	int ret;
@@ -677,7 +680,7 @@ int xpmem_attach_cmd(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
 		return -EINVAL;
 	ret = xpmem_attach_create(ctx, cmd->apid, cmd->offset, cmd->size,
 				  &vaddr,
-				  vaddr ? XPMEM_EXT_ATTACH_FIXED : 0, filep);
+				  vaddr ? XPMEM_EXT_ATTACH_FIXED : 0, attp);
 	if (!ret)
 		cmd->vaddr = vaddr;
 	return ret;

@@ -20,6 +20,7 @@
  * with pages of its own: xpmem_zero.c).
  */
 #include <linux/cred.h>
+#include <linux/file.h>
 #include <linux/module.h>
 #include <linux/pid.h>
 #include <linux/rhashtable.h>
@@ -226,6 +227,8 @@ struct xpmem_ctx *xpmem_ctx_alloc(void)
 	kref_init(&ctx->ref);
 	INIT_LIST_HEAD(&ctx->segs);
 	INIT_LIST_HEAD(&ctx->permits);
+	spin_lock_init(&ctx->space_lock);
+	INIT_LIST_HEAD(&ctx->placing);
 	xpmem_event_ctx_init(ctx);
 	mmgrab(current->mm);
 	ctx->mm = current->mm;
@@ -247,6 +250,8 @@ static void xpmem_ctx_free(struct kref *ref)
 	list_del(&ctx->user_node);
 	mutex_unlock(&user->lock);
 	xpmem_user_put(user);
+	if (ctx->space)
+		fput(ctx->space);
 	put_pid(ctx->tgid);
 	mmdrop(ctx->mm);
 	kfree(ctx);

@@ -7,9 +7,8 @@
  * each attachment through it dead: its PTEs are zapped and every later
  * access is SIGBUS (zeros with ZERO_REVOKED, xpmem_zero.c); RELEASE by the
  * permit's own process also unmaps them.  The attachment itself goes when
- * its last VMA is unmapped and its file released (xpmem_attach.c).
+ * its last VMA is unmapped and nobody holds it any more (xpmem_end.c).
  */
-#include <linux/file.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
 
@@ -74,7 +73,7 @@ static unsigned long xpmem_detach_match_run(struct mm_struct *mm,
  * time: one munmap unmaps all of a run or, when it cannot allocate what
  * it needs, none of it.  The lock is dropped around each vm_munmap(); the
  * walk goes on after the run just unmapped, so it is linear in the number
- * of VMAs.  The caller keeps @att alive (a file reference).
+ * of VMAs.  The caller keeps @att alive (a hold, xpmem_end_hold()).
  *
  * Unless @must, the walk ends with the error of its first munmap, which
  * unmapped nothing.  Once a run is unmapped (from the start with @must),
@@ -141,7 +140,7 @@ int xpmem_detach_cmd(struct xpmem_ctx *ctx, unsigned long vaddr)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
-	struct file *file = NULL;
+	struct xpmem_att *att = NULL;
 	unsigned long start = 0, len = 0;
 	bool whole = false;
 	int ret;
@@ -149,39 +148,37 @@ int xpmem_detach_cmd(struct xpmem_ctx *ctx, unsigned long vaddr)
 	mmap_read_lock(mm);
 	vma = vma_lookup(mm, vaddr);
 	if (vma && xpmem_fault_vma_is_att(vma)) {
-		struct xpmem_att *att = vma->vm_private_data;
-
+		att = vma->vm_private_data;
 		/* keeps att (and so its identity) alive after the unlock */
-		file = get_file(vma->vm_file);
+		xpmem_end_hold(att);
 		start = vma->vm_start;
 		len = vma->vm_end - vma->vm_start;
 		whole = atomic_read(&att->nr_vmas) == 1;
 	}
 	mmap_read_unlock(mm);
-	if (!file)
+	if (!att)
 		return -EINVAL;
 	/* The common case, one VMA: no walk over the address space. */
 	if (whole)
 		ret = vm_munmap(start, len);
 	else
-		ret = xpmem_detach_unmap_matching(file->private_data, NULL,
-						  false);
-	fput(file);
+		ret = xpmem_detach_unmap_matching(att, NULL, false);
+	xpmem_end_put(att);
 	return ret;
 }
 
 /**
  * xpmem_detach_undo - unmap the attachment an ATTACH has just made
- * @file: its file, still referenced by the ATTACH
+ * @att: the attachment, still held by the ATTACH
  *
  * For an ATTACH that fails after mapping (its result could not be copied
  * out): every VMA of that attachment goes, wherever other threads may
  * have moved it meanwhile, and nothing else, whatever they mapped at its
  * address since (retried while memory is short: xpmem_detach_unmap_matching()).
  */
-void xpmem_detach_undo(struct file *file)
+void xpmem_detach_undo(struct xpmem_att *att)
 {
-	xpmem_detach_unmap_matching(file->private_data, NULL, true);
+	xpmem_detach_unmap_matching(att, NULL, true);
 }
 
 /* SIGBUS from now on; PTEs inserted before are zapped. */
@@ -190,9 +187,9 @@ static void xpmem_detach_kill(struct xpmem_att *att)
 	mutex_lock(&att->lock);
 	att->dead = true;
 	mutex_unlock(&att->lock);
-	/* Unmapped already (RELEASE), only waiting for its fput? */
+	/* Unmapped already (RELEASE), only held a moment longer? */
 	if (atomic_read(&att->nr_vmas))
-		xpmem_zap_att(att, 0, 0);
+		xpmem_zap_att(att, att->offset, att->size);
 }
 
 /**
@@ -208,8 +205,8 @@ void xpmem_detach_permit_end(struct xpmem_permit *permit, bool unmap)
 	xpmem_permit_withdraw(permit);
 	xpmem_revoke_sync();		/* copies through it have stopped */
 	/*
-	 * An attachment with a VMA holds its file, so it is on the permit's
-	 * list (until that file's release): with none listed, no walk.
+	 * An attachment with a VMA is held, so it is on the permit's list
+	 * (until its end): with none listed, no walk.
 	 */
 	if (unmap && current->mm == permit->mm &&
 	    atomic_read(&permit->nr_atts))

@@ -224,7 +224,7 @@ static vm_fault_t xpmem_fault_setup(struct xpmem_fault *f,
 					 &f->lo, &f->hi))
 		return VM_FAULT_FALLBACK;
 	f->fidx = (vmf->address - f->lo) >> PAGE_SHIFT;
-	f->off = (vmf->pgoff - f->fidx) << PAGE_SHIFT;
+	f->off = xpmem_att_seg_off(f->att, vmf->pgoff - f->fidx);
 	f->range.start = f->oaddr - (f->fidx << PAGE_SHIFT);
 	f->range.end = f->range.start + (f->hi - f->lo);
 	f->range.hmm_pfns = f->pfns;
@@ -444,7 +444,7 @@ static vm_fault_t xpmem_fault_resolve(struct vm_fault *vmf,
 	 * second resolution is a PTE fault, which never zaps: one zap per
 	 * ->pfn_mkwrite.
 	 */
-	xpmem_zap_att(f.att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+	xpmem_zap_att(f.att, xpmem_att_seg_off(f.att, vmf->pgoff), PAGE_SIZE);
 	return xpmem_fault_resolve(vmf, owner, XPMEM_FAULT_PTE, pfns, maxpages);
 }
 
@@ -482,7 +482,8 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 		 * again only after another fault mapped the page read-only,
 		 * which needed the owner's lock and so found it free.
 		 */
-		xpmem_zap_att(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		xpmem_zap_att(att, xpmem_att_seg_off(att, vmf->pgoff),
+			      PAGE_SIZE);
 		return VM_FAULT_NOPAGE;
 	}
 	if (vmf->flags & FAULT_FLAG_ALLOW_RETRY) {
@@ -519,33 +520,34 @@ static vm_fault_t xpmem_fault_reversed(struct vm_fault *vmf,
 				       unsigned long maxpages)
 {
 	struct mm_struct *mm = vmf->vma->vm_mm;
-	struct file *file = get_file(vmf->vma->vm_file);
+	struct xpmem_att *att = vmf->vma->vm_private_data;
 	unsigned long address = vmf->address;
 	vm_fault_t ret = VM_FAULT_RETRY;
 	struct vm_area_struct *vma;
 
 	atomic_long_inc(&xpmem_stats.fault_owner_waits);
+	xpmem_end_hold(att);
 	mmap_read_unlock(mm);
 	if (mmap_read_lock_killable(owner))
-		goto put_file;
+		goto put_att;
 	if (xpmem_fault_lock_second_mm(owner, mm))
 		goto unlock_owner;
-	/* the file pins the attachment; the VMA may be another one now */
+	/* held, att is still the same one; the VMA may be another one now */
 	vma = vma_lookup(mm, address);
-	if (vma && vma->vm_file == file) {
+	if (vma && xpmem_fault_vma_is_att(vma) && vma->vm_private_data == att) {
 		struct vm_fault rvmf = xpmem_vmf_again(vmf, vma);
 
 		ret = xpmem_fault_resolve(&rvmf, owner, XPMEM_FAULT_PTE, pfns,
 					  maxpages);
 		if (xpmem_userfault_handle(&rvmf, owner, false, &ret))
-			goto put_file;
+			goto put_att;
 	} else {
 		mmap_read_unlock(mm);
 	}
 unlock_owner:
 	mmap_read_unlock(owner);
-put_file:
-	fput(file);
+put_att:
+	xpmem_end_put(att);
 	if (ret & VM_FAULT_RETRY)
 		cond_resched();	/* the arch code retries at once */
 	return ret;
@@ -728,15 +730,16 @@ free_pfns:
 
 /**
  * xpmem_fault_get_unmapped_area - an attach address for the kernel to choose
- * @file: the attachment's file
+ * @file: the ctx's pseudo file
  * @addr: the caller's hint or MAP_FIXED address
  * @len: the attachment's size
- * @pgoff: its segment offset in pages
+ * @pgoff: its file offset in pages
  * @flags: mmap flags
  *
- * Congruent with the owner's address modulo PMD_SIZE (2 MiB with 4 KiB
- * pages) when the attachment spans at least that, so that owner PMDs can
- * be attacher PMDs.
+ * Congruent with the file offset modulo PMD_SIZE (2 MiB with 4 KiB pages)
+ * when the attachment spans at least that: ATTACH chose a file offset
+ * congruent with the owner's address (xpmem_attach.c), so that owner PMDs
+ * can be attacher PMDs.
  */
 unsigned long xpmem_fault_get_unmapped_area(struct file *file,
 					    unsigned long addr,
@@ -744,14 +747,12 @@ unsigned long xpmem_fault_get_unmapped_area(struct file *file,
 					    unsigned long pgoff,
 					    unsigned long flags)
 {
-	struct xpmem_att *att = file->private_data;
 	unsigned long want, ret;
 
 	if ((flags & MAP_FIXED) || len < PMD_SIZE ||
 	    !xpmem_fault_huge_enabled() || len > TASK_SIZE - PMD_SIZE)
 		return xpmem_get_unmapped_area(addr, len, flags);
-	want = xpmem_seg_range_oaddr(&att->mirrors[0].r, pgoff << PAGE_SHIFT) &
-	       ~PMD_MASK;
+	want = (pgoff << PAGE_SHIFT) & ~PMD_MASK;
 	ret = xpmem_get_unmapped_area(addr, len + PMD_SIZE, flags);
 	if (IS_ERR_VALUE(ret))
 		return xpmem_get_unmapped_area(addr, len, flags);
@@ -764,19 +765,31 @@ bool xpmem_fault_huge_enabled(void)
 }
 #endif
 
-/* VMA count of an attachment: +1 on split or mremap copy, -1 on removal. */
+/*
+ * VMA count of an attachment, and the VMAs' holds of it (xpmem_end.c):
+ * +1 on split or mremap copy (under the attacher's mmap_lock, taking and
+ * waiting for nothing), -1 on removal.
+ */
 static void xpmem_fault_vma_open(struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = vma->vm_private_data;
 
 	atomic_inc(&att->nr_vmas);
+	xpmem_end_hold(att);
 }
 
+/*
+ * The last VMA of an attachment gone (munmap, DETACH, exit, a failed
+ * mmap) ends it unless someone else holds it: what that may wait for is
+ * xpmem_end_put()'s.  Called under the attacher's mmap_lock (but in
+ * exit_mmap() before 6.1), never under an i_mmap_rwsem.
+ */
 static void xpmem_fault_vma_close(struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = vma->vm_private_data;
 
 	atomic_dec(&att->nr_vmas);
+	xpmem_end_put(att);
 }
 
 /* The whole of @vma, were it placed where it is: does it mirror itself? */
@@ -784,9 +797,9 @@ static bool xpmem_fault_vma_maps_itself(struct vm_area_struct *vma)
 {
 	struct xpmem_att *att = vma->vm_private_data;
 
-	return xpmem_mirror_maps_itself(att->seg, vma->vm_mm,
-				     vma->vm_start, vma->vm_pgoff << PAGE_SHIFT,
-				     vma->vm_end - vma->vm_start);
+	return xpmem_mirror_maps_itself(att->seg, vma->vm_mm, vma->vm_start,
+					xpmem_att_seg_off(att, vma->vm_pgoff),
+					vma->vm_end - vma->vm_start);
 }
 
 /*

@@ -16,31 +16,39 @@
  *                      with EXT_MAKE's IOV).  Holds identity and
  *                      permissions only; it mirrors nothing itself.
  * struct xpmem_permit  the right of one process to attach one segment (apid).
- * struct xpmem_att     one attachment: the VMA(s) of a pseudo file created by
- *                      ATTACH.  Mirrors the owner's ranges it maps through
- *                      its own mmu_interval_notifiers (struct xpmem_mirror,
- *                      one per segment range it covers, all under the one
- *                      att->lock), and has its own inode, so
- *                      invalidating it is unmap_mapping_range() on that
- *                      inode and touches no other attachment.  Lives as long
- *                      as its file (i.e. as long as any VMA maps it).
+ * struct xpmem_att     one attachment: the VMA(s) ATTACH maps of its ctx's
+ *                      pseudo file, at file offsets of its own.  Mirrors
+ *                      the owner's ranges it maps through its own
+ *                      mmu_interval_notifiers (struct xpmem_mirror, one
+ *                      per segment range it covers, all under the one
+ *                      att->lock); invalidating it is
+ *                      unmap_mapping_range() over its own file offsets,
+ *                      which touches no other attachment.  Lives as long
+ *                      as any VMA maps it or anyone holds it
+ *                      (xpmem_end.c).
  *
  * References
  * ----------
  * user:   each ctx of the user.
  * ctx:    the device file, each attachment made through it.
  * seg:    MAKE until it returns, the owner ctx's list from MAKE until
- *         REMOVE (or close), each permit, each attachment until its file
- *         is released.
+ *         REMOVE (or close), each permit, each attachment until its end.
  * permit: GET until it returns, the getter ctx's list from GET until
- *         RELEASE (or close), each attachment until its file is released.
- * att:    its pseudo file (file->private_data), then, from f_op->release,
- *         the worker that removes its notifiers and frees it; nothing
- *         waits for that worker.  An invalidation that reaches a notifier
+ *         RELEASE (or close), each attachment until its end.
+ * att:    its holds (att->users): each VMA (vm_private_data), the ATTACH
+ *         that makes it until its result is out, and a fault, DETACH or
+ *         POPULATE that drops the mmap_lock; at the last, the worker that
+ *         removes its notifiers and frees it (xpmem_end.c); nothing waits
+ *         for that worker.  An invalidation that reaches a notifier
  *         may list a zap naming the attachment: the notifier's removal
  *         returns only after that invalidation has ended, and with it the
  *         zap, so the attachment outlives every zap that names it.  The
  *         zap holds its own reference on the attachment's inode.
+ * ctx->space: the ctx's pseudo file, which every attachment of the ctx
+ *         maps: the ctx and each VMA (vm_file); each attachment holds
+ *         its inode and mount until it is freed.  Its private_data names
+ *         the ctx without a reference (only ATTACH, holding the ctx, maps
+ *         it).
  * owner_ref: the segment and each attachment of it (struct xpmem_owner_ref,
  *         a hold of the owner's notifier record).
  * The id and key tables hold no reference: an object is published only
@@ -50,9 +58,10 @@
  * freed after a grace period (kfree_rcu).  MAKE and GET read the new id
  * while holding their own reference, and touch the object after
  * publishing it only under it.
- * Attachment inodes live on a pseudo filesystem that is mounted while any
- * exists or /dev/xpmem is open (simple_pin_fs), and the mount pins the
- * module; so does each attachment file.  rmmod fails with EBUSY while anything is left.
+ * The ctxs' pseudo files live on a pseudo filesystem that is mounted
+ * while /dev/xpmem is open (simple_pin_fs) and which each file keeps
+ * mounted; the mount pins the module, and so does each file.  rmmod fails
+ * with EBUSY while anything is left.
  *
  * Lock order (outermost first)
  * ----------------------------
@@ -239,6 +248,16 @@ struct xpmem_ctx {
 	 * the release of the file (set and dropped by xpmem_main.c only)
 	 */
 	struct xpmem_owner_ref *owner_ref;
+	/*
+	 * The pseudo file its attachments map, made by the first ATTACH
+	 * (xpmem_attach.c), referenced until the ctx is freed; the file
+	 * offsets it hands out and the ATTACHes mapping it (space_lock,
+	 * a leaf spinlock)
+	 */
+	struct file *space;
+	spinlock_t space_lock;		/* space_next, placing */
+	unsigned long space_next;	/* the first offset never handed out */
+	struct list_head placing;	/* struct xpmem_attach_placing */
 };
 
 /* One owner range of a segment: segment offsets [off, off + len). */
@@ -370,18 +389,28 @@ struct xpmem_att {
 	struct mm_struct *mm;		/* attacher mm (identity only) */
 	unsigned long offset;		/* segment offset at attach time */
 	unsigned long size;
+	/*
+	 * file offset minus segment offset: its VMAs map file offsets
+	 * [offset + file_delta, offset + file_delta + size) of the ctx's
+	 * pseudo file
+	 * (xpmem_att_seg_off())
+	 */
+	unsigned long file_delta;
 	bool writable;
 	/*
-	 * address_space of the VMAs; referenced by the attachment until its
-	 * notifiers are removed, and by each zap an invalidation lists
+	 * address_space of the VMAs: the inode of the ctx's pseudo file,
+	 * referenced (with the mount it lives on) until @att is freed; each
+	 * zap an invalidation lists holds its own inode reference
 	 */
 	struct inode *inode;
+	struct vfsmount *mnt;
 	struct mutex lock;		/* the notifiers' lock */
 	struct mutex pt_lock;		/* page tables, PMDs (xpmem_map.c) */
 	atomic_t nr_vmas;		/* VMAs mapping it (split, mremap) */
+	atomic_t users;			/* its holds (xpmem_end.c) */
 	bool dead;			/* under lock: revoked (SIGBUS) */
 	/*
-	 * Set once, by its end (xpmem_attach_free()): no VMA maps it and none
+	 * Set once, by its end (xpmem_end_put()): no VMA maps it and none
 	 * will, so no PTE, fault or zap is left for the callback to mind
 	 */
 	bool ended;
@@ -409,7 +438,7 @@ struct xpmem_att {
 	/* the owner's notifier record: its invalidations in flight */
 	struct xpmem_owner_notifier *owner_notifier;
 	struct xpmem_owner_ref *owner_ref;	/* keeps @owner_notifier */
-	/* release: the notifiers are removed, and @att freed, in a worker */
+	/* its end: the notifiers are removed, and @att freed, in a worker */
 	struct work_struct free_work;
 	struct llist_node end_node;	/* waiting for it (xpmem_mirror.c) */
 	/* waits for the invalidations in flight at insertion (mirror.c) */
@@ -418,6 +447,13 @@ struct xpmem_att {
 	unsigned int nr_mirrors;	/* >= 1 */
 	struct xpmem_mirror mirrors[] __counted_by(nr_mirrors);
 };
+
+/* The segment offset that file page @pgoff of @att's VMAs maps. */
+static inline unsigned long xpmem_att_seg_off(const struct xpmem_att *att,
+					      unsigned long pgoff)
+{
+	return (pgoff << PAGE_SHIFT) - att->file_delta;
+}
 
 /*
  * Interfaces, one heading per file, in layer order: a file calls only the
@@ -542,8 +578,9 @@ struct xpmem_zap {		/* one part of one attachment to zap */
 	struct list_head node;
 	struct xpmem_att *att;		/* lives until its notifiers are gone */
 	struct inode *inode;		/* att's, referenced by the zap */
-	unsigned long offset;
+	unsigned long offset;		/* segment offset */
 	unsigned long len;
+	unsigned long pos;		/* @offset's file offset */
 };
 
 int xpmem_zap_init(void);
@@ -711,6 +748,10 @@ vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite);
 bool xpmem_userfault_handle(struct vm_fault *vmf, struct mm_struct *owner,
 			    bool mkwrite, vm_fault_t *ret);
 
+/* xpmem_end.c: the holds of an attachment, and its end */
+void xpmem_end_hold(struct xpmem_att *att);
+void xpmem_end_put(struct xpmem_att *att);
+
 /* xpmem_fault.c: attacher page faults and the attachment VMAs' operations */
 extern const struct vm_operations_struct xpmem_fault_vm_ops;
 bool xpmem_fault_vma_is_att(struct vm_area_struct *vma);
@@ -728,18 +769,18 @@ void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
 int xpmem_populate_range(unsigned long vaddr, unsigned long len,
 			 bool write);
 
-/* xpmem_attach.c: attachments, their files and their VMAs */
+/* xpmem_attach.c: ATTACH, the ctxs' pseudo files and their mmap */
 int xpmem_attach_fs_pin(void);
 void xpmem_attach_fs_unpin(void);
 int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 			u64 size, unsigned long *vaddr, unsigned int flags,
-			struct file **filep);
+			struct xpmem_att **attp);
 int xpmem_attach_cmd(struct xpmem_ctx *ctx, struct xpmem_cmd_attach *cmd,
-		     struct file **filep);
+		     struct xpmem_att **attp);
 
 /* xpmem_detach.c: DETACH; the end of permits and segments */
 int xpmem_detach_cmd(struct xpmem_ctx *ctx, unsigned long vaddr);
-void xpmem_detach_undo(struct file *file);
+void xpmem_detach_undo(struct xpmem_att *att);
 void xpmem_detach_permit_end(struct xpmem_permit *permit, bool unmap);
 void xpmem_detach_seg_end(struct xpmem_seg *seg);
 

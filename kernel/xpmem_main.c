@@ -217,14 +217,14 @@ static int xpmem_main_attach_prepare_out(__u64 __user *out)
 	return get_user(v, out) || put_user(v, out) ? -EFAULT : 0;
 }
 
-static int xpmem_main_attach_copy_out(struct file *file, __u64 vaddr,
+static int xpmem_main_attach_copy_out(struct xpmem_att *att, __u64 vaddr,
 				      __u64 __user *out)
 {
 	int ret = put_user(vaddr, out) ? -EFAULT : 0;
 
 	if (ret)
-		xpmem_detach_undo(file);
-	fput(file);
+		xpmem_detach_undo(att);
+	xpmem_end_put(att);
 	return ret;
 }
 
@@ -232,16 +232,16 @@ static long xpmem_main_ioctl_attach(struct xpmem_ctx *ctx, void __user *uarg)
 {
 	struct xpmem_cmd_attach __user *ucmd = uarg;
 	struct xpmem_cmd_attach cmd;
-	struct file *file;
+	struct xpmem_att *att;
 	int ret;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
 		return -EFAULT;
 	ret = xpmem_main_attach_prepare_out(&ucmd->vaddr) ?:
-	      xpmem_attach_cmd(ctx, &cmd, &file);
+	      xpmem_attach_cmd(ctx, &cmd, &att);
 	if (ret)
 		return ret;
-	return xpmem_main_attach_copy_out(file, cmd.vaddr, &ucmd->vaddr);
+	return xpmem_main_attach_copy_out(att, cmd.vaddr, &ucmd->vaddr);
 }
 
 static long xpmem_main_ioctl_detach(struct xpmem_ctx *ctx, void __user *uarg)
@@ -518,7 +518,7 @@ static long xpmem_main_ioctl_ext_attach(struct xpmem_ctx *ctx,
 	struct xpmem_ext_attach __user *ucmd = uarg;
 	struct xpmem_ext_attach cmd;
 	unsigned long vaddr;
-	struct file *file;
+	struct xpmem_att *att;
 	int ret;
 
 	if (copy_from_user(&cmd, uarg, sizeof(cmd)))
@@ -529,10 +529,10 @@ static long xpmem_main_ioctl_ext_attach(struct xpmem_ctx *ctx,
 	vaddr = cmd.vaddr;
 	ret = xpmem_main_attach_prepare_out(&ucmd->vaddr) ?:
 	      xpmem_attach_create(ctx, cmd.apid, cmd.offset, cmd.size, &vaddr,
-				  cmd.flags, &file);
+				  cmd.flags, &att);
 	if (ret)
 		return ret;
-	return xpmem_main_attach_copy_out(file, vaddr, &ucmd->vaddr);
+	return xpmem_main_attach_copy_out(att, vaddr, &ucmd->vaddr);
 }
 
 static long xpmem_main_ioctl_ext_copy(struct xpmem_ctx *ctx, void __user *uarg)

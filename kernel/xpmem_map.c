@@ -665,14 +665,15 @@ static vm_fault_t xpmem_map_insert_pmd(struct vm_fault *vmf,
 
 /*
  * The owner address that attacher address @addr of @f's VMA mirrors,
- * found from the VMA's file offset (the segment offset) and the window's
- * mirror alone, never from the window's own arithmetic.
+ * found from the VMA's file offset (so the segment offset) and the
+ * window's mirror alone, never from the window's own arithmetic.
  */
 static unsigned long xpmem_map_oaddr(struct xpmem_fault *f, unsigned long addr)
 {
+	unsigned long pgoff = linear_page_index(f->vmf->vma, addr);
+
 	return xpmem_seg_range_oaddr(&f->win.m->r,
-				 linear_page_index(f->vmf->vma, addr) <<
-				 PAGE_SHIFT);
+				     xpmem_att_seg_off(f->att, pgoff));
 }
 
 /**

@@ -65,13 +65,13 @@ bool xpmem_mirror_vma_ok(struct vm_area_struct *vma)
  *
  * Return: the mirror, or NULL (SIGBUS) for a page outside the
  * attachment, which VMAs of an attachment never map (VM_DONTEXPAND, and
- * mmap checks vm_pgoff).
+ * mmap checks the file offset).
  */
 struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
 				       unsigned long *oaddr)
 {
 	struct xpmem_att *att = vmf->vma->vm_private_data;
-	unsigned long off = vmf->pgoff << PAGE_SHIFT;
+	unsigned long off = xpmem_att_seg_off(att, vmf->pgoff);
 	struct xpmem_mirror *m;
 
 	if (WARN_ON_ONCE(off < att->offset || off - att->offset >= att->size))
@@ -423,7 +423,7 @@ int xpmem_mirror_init(void)
 void xpmem_mirror_exit(void)
 {
 	/*
-	 * Every attachment is released (its file held the module): queue
+	 * Every attachment has ended (its mount held the module): queue
 	 * the last batch of ends now; the destroy runs them and waits for
 	 * ends still returning from their last put.  The owners' records
 	 * they put are freed in xpmem_owner_exit().

@@ -110,7 +110,7 @@ static unsigned long xpmem_populate_owner_vma_end(struct xpmem_att *att,
  * its next VMA, so a sparse whole-address-space attachment costs one lookup per
  * hole.  Best effort: stops early on a fatal signal, on an error other
  * than a hole, or if the attachment is unmapped meanwhile.  The caller
- * holds a reference to the attachment's file, so @att stays.
+ * holds @att (xpmem_end_hold()), so it stays.
  */
 void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
 			unsigned long a, unsigned long end, bool write)
@@ -160,8 +160,8 @@ void xpmem_populate_att(struct xpmem_att *att, unsigned long base,
  * @write: as a write would (POPULATE_WRITE), else as a read
  *
  * Each attachment VMA in the range is populated as at attach time, with a
- * reference to its file so that the attachment stays while the caller's
- * mmap_lock is dropped.
+ * hold of its attachment so that it stays while the caller's mmap_lock is
+ * dropped.
  *
  * Return: 0, -EINVAL for a malformed range, -EFAULT where the range is not
  * an attachment, -EACCES for @write over a read-only one, -EINTR on a
@@ -174,7 +174,6 @@ int xpmem_populate_range(unsigned long vaddr, unsigned long len,
 	unsigned long a = vaddr, end, base, stop;
 	struct vm_area_struct *vma;
 	struct xpmem_att *att;
-	struct file *file;
 
 	if (offset_in_page(vaddr) || !len || len > TASK_SIZE ||
 	    vaddr > TASK_SIZE - PAGE_ALIGN(len))
@@ -193,14 +192,14 @@ int xpmem_populate_range(unsigned long vaddr, unsigned long len,
 			return -EACCES;
 		}
 		att = vma->vm_private_data;
-		file = get_file(vma->vm_file);
+		xpmem_end_hold(att);
 		/* where att->offset is (or would be) mapped in this VMA */
-		base = vma->vm_start - ((vma->vm_pgoff << PAGE_SHIFT) -
+		base = vma->vm_start - (xpmem_att_seg_off(att, vma->vm_pgoff) -
 					att->offset);
 		stop = min(vma->vm_end, end);
 		mmap_read_unlock(mm);
 		xpmem_populate_att(att, base, a, stop, write);
-		fput(file);
+		xpmem_end_put(att);
 		if (fatal_signal_pending(current))
 			return -EINTR;
 		a = stop;

@@ -80,7 +80,8 @@ bool xpmem_userfault_handle(struct vm_fault *vmf, struct mm_struct *owner,
 		return false;
 	}
 	if (mkwrite) {
-		xpmem_zap_att(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		xpmem_zap_att(att, xpmem_att_seg_off(att, vmf->pgoff),
+			      PAGE_SIZE);
 		*ret = VM_FAULT_NOPAGE;
 		return false;
 	}

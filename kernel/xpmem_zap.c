@@ -81,7 +81,7 @@ static void xpmem_zap_work(struct work_struct *work)
 	struct xpmem_zap *z;
 
 	list_for_each_entry(z, &req->zaps, node)
-		unmap_mapping_range(z->inode->i_mapping, z->offset, z->len, 1);
+		unmap_mapping_range(z->inode->i_mapping, z->pos, z->len, 1);
 	complete(&req->done);	/* req lives on the waiter's stack */
 }
 
@@ -124,7 +124,7 @@ void xpmem_zap_run(struct list_head *zaps)
  * xpmem_zap_att - remove an attachment's PTEs over part of it
  * @att: the attachment
  * @offset: segment offset, page aligned
- * @len: bytes; 0 means to the end
+ * @len: bytes
  *
  * The next access faults.  Waits for the zap worker, which needs the
  * attachment's i_mmap_rwsem: the caller must not hold it (lockdep checks).
@@ -139,6 +139,7 @@ void xpmem_zap_att(struct xpmem_att *att, unsigned long offset,
 {
 	struct xpmem_zap z = {
 		.att = att, .inode = att->inode, .offset = offset, .len = len,
+		.pos = offset + att->file_delta,
 	};
 	LIST_HEAD(zaps);
 
@@ -328,7 +329,7 @@ void xpmem_zap_mapped_forget(struct xpmem_att *att, unsigned long off,
  * @gfp: allocation flags
  *
  * The zap holds its own reference on the attachment's inode, dropped by
- * xpmem_zap_list_done(): the attachment's file may be released before the
+ * xpmem_zap_list_done(): the ctx's pseudo file may be released before the
  * zap runs.  The attachment itself lives until its notifiers are removed,
  * which waits for the invalidation that lists the zap to end.
  *
@@ -346,6 +347,7 @@ struct xpmem_zap *xpmem_zap_list(struct xpmem_att *att, unsigned long offset,
 	ihold(z->inode);
 	z->offset = offset;
 	z->len = len;
+	z->pos = offset + att->file_delta;
 	return z;
 }
 

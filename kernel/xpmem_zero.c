@@ -205,10 +205,13 @@ vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite)
 		 * attachment's own ordinary page: this branch is taken at most
 		 * once per page and PTE.
 		 */
-		xpmem_zap_att(att, vmf->pgoff << PAGE_SHIFT, PAGE_SIZE);
+		xpmem_zap_att(att, xpmem_att_seg_off(att, vmf->pgoff),
+			      PAGE_SIZE);
 		return VM_FAULT_NOPAGE;
 	}
-	page = xpmem_zero_own_page(att, vmf->pgoff,
+	page = xpmem_zero_own_page(att,
+				   xpmem_att_seg_off(att, vmf->pgoff) >>
+				   PAGE_SHIFT,
 				   vmf->flags & FAULT_FLAG_WRITE);
 	if (IS_ERR(page))
 		return PTR_ERR(page) == -ENOMEM ? VM_FAULT_OOM :
@@ -222,7 +225,7 @@ vm_fault_t xpmem_zero_fault(struct vm_fault *vmf, bool mkwrite)
 	pmd = xpmem_map_find_pmd(vma->vm_mm, vmf->address);
 	if (pmd && pmd_leaf(READ_ONCE(*pmd))) {
 		mutex_unlock(&att->pt_lock);
-		xpmem_zap_att(att, (vmf->pgoff << PAGE_SHIFT) -
+		xpmem_zap_att(att, xpmem_att_seg_off(att, vmf->pgoff) -
 			      (vmf->address & ~PMD_MASK), PMD_SIZE);
 		return VM_FAULT_NOPAGE;
 	}

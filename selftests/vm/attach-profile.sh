@@ -15,11 +15,10 @@
 # its first attach, 16 miss cycles, one attach of 64 MiB) with the
 # function_graph tracer following the modules' ioctl entries (this
 # module's and the classic one's names; a kernel or module without a
-# name skips it), the release of an attachment's file, and the workers of
-# this module, and recording what they call that can take time.  Then
+# name skips it) and the workers of this module, and recording what they call that can take time.  Then
 # prints, per kind of call - the first ATTACH of the new owner, the
 # cycles' ATTACHes, the 64 MiB ATTACH, the cycles' DETACHes, the 64 MiB
-# DETACH, the file releases, the workers - the calls, the median time of
+# DETACH, the workers - the calls, the median time of
 # one, and per function the median time within one such call (0 for a
 # call that did not reach it) and its share of that median: medians, so
 # that a call the host delayed (TCG) does not weigh.
@@ -34,14 +33,14 @@ set -u
 [ $# = 3 ] || [ $# = 4 ] || { echo "usage: $0 BENCH KIND SIZE [1|deep]"; exit 2; }
 bench=$1 kind=$2 size=$3 mode=${4:-1}
 
-# Entries: both modules' ioctl, this one's file release and workers.
-top="xpmem_main_ioctl xpmem_ioctl xpmem_attach_release
-	xpmem_mirror_settle_work xpmem_attach_unmirror_work"
+# Entries: both modules' ioctl, this one's workers.
+top="xpmem_main_ioctl xpmem_ioctl xpmem_mirror_settle_work xpmem_end_work"
 inner="xpmem_main_ioctl_attach xpmem_main_ioctl_detach xpmem_attach_cmd
 	xpmem_attach_create xpmem_attach_permit xpmem_attach_alloc
 	xpmem_attach_mirror xpmem_owner_get xpmem_attach_link
-	xpmem_attach_file xpmem_attach_place xpmem_main_attach_copy_out
-	xpmem_detach_cmd xpmem_attach_free xpmem_attach_put_objects
+	xpmem_attach_space xpmem_attach_place xpmem_main_attach_copy_out
+	xpmem_detach_cmd xpmem_fault_vma_close xpmem_end_put
+	xpmem_end_put_objects
 	xpmem_mirror_defer xpmem_mirror_settle xpmem_zap_mapped_destroy
 	xpmem_zero_att_destroy xpmem_permit_lookup
 	mmu_notifier_get_locked __mmu_notifier_register mm_take_all_locks
@@ -138,9 +137,7 @@ function fname(s,    f) {
 			cls = "4 cycle DETACH (or 64M)"; last_det[task] = nb + 1
 		} else
 			cls = "7 other ioctl (make, get, release, remove)"
-	} else if (fn == "xpmem_attach_release")
-		cls = "6 release of the file (after DETACH)"
-	else
+	} else
 		cls = "8 worker " fn
 	nb++; bcls[nb] = cls; btot[nb] = d; bn[nb] = nf[task]
 	for (i = 1; i <= nf[task]; i++) { bf[nb, i] = ff[task, i]; bd[nb, i] = fd[task, i] }
