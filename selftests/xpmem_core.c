@@ -664,6 +664,69 @@ TEST_F(xpmem, attach_detach_cycles)
 	munmap(buf, 4 * PAGE);
 }
 
+/*
+ * Attachments made through one open of the device share its pseudo file
+ * at offsets of their own: each maps its own window, an invalidation of
+ * the owner reaches every attachment of the page at its own offset, and
+ * the end of one leaves the others alone.
+ */
+TEST_F(xpmem, attachments_of_one_open_keep_their_own_pages)
+{
+	static const struct { int permit; size_t off, pages; } w[] = {
+		{ 0, 0, 4 }, { 0, 8, 4 }, { 1, 8, 4 }, { 1, 4, 2 }, { 0, 9, 1 },
+	};
+	const size_t n = sizeof(w) / sizeof(w[0]);
+	xpmem_segid_t segid;
+	xpmem_apid_t apid[2];
+	char *buf, *a[5];
+	size_t i, j;
+	void *va;
+
+	buf = map_anon(16 * PAGE);
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < 16; i++)
+		memset(buf + i * PAGE, 'a' + i, PAGE);
+	ASSERT_EQ(0, xp_make(self->fd, buf, 16 * PAGE, 0600, &segid));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid[0]));
+	ASSERT_EQ(0, xp_get(self->fd, segid, XPMEM_RDWR, &apid[1]));
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, xp_attach(self->fd, apid[w[i].permit],
+				       w[i].off * PAGE, w[i].pages * PAGE,
+				       NULL, &va));
+		a[i] = va;
+	}
+	for (i = 0; i < n; i++)
+		for (j = 0; j < w[i].pages; j++)
+			ASSERT_EQ('a' + w[i].off + j,
+				  *(volatile char *)(a[i] + j * PAGE));
+	/* page 9 is mapped by three attachments: each must let it go */
+	ASSERT_EQ(0, madvise(buf + 9 * PAGE, PAGE, MADV_DONTNEED));
+	buf[9 * PAGE] = 'Q';
+	ASSERT_EQ('Q', *(volatile char *)(a[1] + PAGE));
+	ASSERT_EQ('Q', *(volatile char *)(a[2] + PAGE));
+	ASSERT_EQ('Q', *(volatile char *)a[4]);
+	ASSERT_EQ('i', *(volatile char *)a[1]);
+	/* writes through one reach the owner and every other */
+	a[3][PAGE] = 'R';
+	ASSERT_EQ('R', buf[5 * PAGE]);
+	a[2][2 * PAGE] = 'S';
+	ASSERT_EQ('S', *(volatile char *)(a[1] + 2 * PAGE));
+	ASSERT_EQ('S', buf[10 * PAGE]);
+	/* the end of permit 0's attachments leaves permit 1's */
+	ASSERT_EQ(0, xp_release(self->fd, apid[0]));
+	ASSERT_EQ(SIGSEGV, probe(a[0], 0, 0));
+	ASSERT_EQ(SIGSEGV, probe(a[4], 0, 0));
+	ASSERT_EQ('Q', *(volatile char *)(a[2] + PAGE));
+	ASSERT_EQ('R', *(volatile char *)(a[3] + PAGE));
+	ASSERT_EQ(self->atts + 2, stat_read("attachments"));
+	ASSERT_EQ(0, xp_detach(self->fd, a[2]));
+	ASSERT_EQ(0, xp_detach(self->fd, a[3]));
+	ASSERT_EQ(0, xp_release(self->fd, apid[1]));
+	ASSERT_EQ(0, xp_remove(self->fd, segid));
+	ASSERT_COUNTERS_AT_BASE();
+	munmap(buf, 16 * PAGE);
+}
+
 /* Closing the device fd removes segments and releases permits. */
 TEST_F(xpmem, close_cleans_up)
 {
