@@ -699,8 +699,14 @@ TEST_F(xpmem, attachments_of_one_open_keep_their_own_pages)
 		for (j = 0; j < w[i].pages; j++)
 			ASSERT_EQ('a' + w[i].off + j,
 				  *(volatile char *)(a[i] + j * PAGE));
-	/* page 9 is mapped by three attachments: each must let it go */
+	/*
+	 * Page 9 is mapped by three attachments: each must let it go (a PTE
+	 * left behind would still show the freed page's 'j').
+	 */
 	ASSERT_EQ(0, madvise(buf + 9 * PAGE, PAGE, MADV_DONTNEED));
+	ASSERT_EQ(0, *(volatile char *)(a[1] + PAGE));
+	ASSERT_EQ(0, *(volatile char *)(a[2] + PAGE));
+	ASSERT_EQ(0, *(volatile char *)a[4]);
 	buf[9 * PAGE] = 'Q';
 	ASSERT_EQ('Q', *(volatile char *)(a[1] + PAGE));
 	ASSERT_EQ('Q', *(volatile char *)(a[2] + PAGE));
