@@ -213,31 +213,24 @@ put_inode:
  * no attachment of the ctx had, congruent modulo PMD_SIZE with the owner
  * address they mirror first, so that the attach address, congruent with
  * the file offset (xpmem_fault_get_unmapped_area()), lets owner PMDs be
- * attacher PMDs.  Offsets are handed out once, from 0 up: 2^62 bytes on
- * 64 bits, at least 2 MiB an attachment.  At the end they start again at
- * 0 if no other attachment of the ctx is alive, else ATTACH fails with
- * -ENOSPC.
+ * attacher PMDs.  Offsets are handed out from 0 up, at least 2 MiB an
+ * attachment, and start again at 0 after 2^62 bytes (on 64 bits).  Two
+ * live attachments that share offsets after that only share their zaps
+ * (each faults again after the other's), never their pages: a fault
+ * translates the file offset through its own VMA's attachment.
  */
-static int xpmem_attach_reserve(struct xpmem_ctx *ctx, struct xpmem_att *att)
+static void xpmem_attach_reserve(struct xpmem_ctx *ctx, struct xpmem_att *att)
 {
 	unsigned long congruent = att->mirrors[0].r.oaddr & ~PMD_MASK;
 	unsigned long base;
-	int ret = 0;
 
 	spin_lock(&ctx->space_lock);
 	base = round_up(ctx->space_next, PMD_SIZE) + congruent;
-	if (base > XPMEM_SPACE_END || XPMEM_SPACE_END - base < att->size) {
-		if (atomic_read(&ctx->nr_atts) == 1)
-			base = congruent;
-		else
-			ret = -ENOSPC;
-	}
-	if (!ret) {
-		att->file_delta = base - att->offset;
-		ctx->space_next = base + att->size;
-	}
+	if (base > XPMEM_SPACE_END || XPMEM_SPACE_END - base < att->size)
+		base = congruent;
+	att->file_delta = base - att->offset;
+	ctx->space_next = base + att->size;
 	spin_unlock(&ctx->space_lock);
-	return ret;
 }
 
 /* xpmem_find_vma_match() test: any attachment. */
@@ -478,7 +471,6 @@ static struct xpmem_att *xpmem_attach_alloc(struct xpmem_ctx *ctx,
 	unsigned int nr = xpmem_seg_range_index(seg, offset + size - 1) -
 			  first + 1;
 	struct xpmem_att *att;
-	int ret;
 
 	if (!xpmem_ctx_charge_att(&ctx->nr_atts,
 				  READ_ONCE(xpmem_max_attachments))) {
@@ -518,11 +510,7 @@ static struct xpmem_att *xpmem_attach_alloc(struct xpmem_ctx *ctx,
 	xpmem_attach_set_mirrors(att, offset, size);
 	att->writable = permit->writable;
 	atomic_long_inc(&xpmem_stats.attachments);
-	ret = xpmem_attach_reserve(ctx, att);
-	if (ret) {
-		xpmem_end_put(att);
-		return ERR_PTR(ret);
-	}
+	xpmem_attach_reserve(ctx, att);
 	return att;
 }
 
@@ -604,11 +592,9 @@ static struct xpmem_permit *xpmem_attach_permit(struct xpmem_ctx *ctx,
  * Return: 0, -EINVAL for a malformed request, -ENOENT for an unknown or
  * released permit or a removed segment or exited owner, -EACCES for
  * another process's permit or POPULATE_WRITE through a read-only one,
- * -ENOSPC over the max_attachments limit (or, after 2^62 bytes of
- * attachments in one open of the device, while others are alive),
- * -ENOMEM, or what mmap returns; -ERESTARTNOINTR (the ioctl is restarted)
- * if io_uring task work came while the owner's first notifier was being
- * registered.
+ * -ENOSPC over the max_attachments limit, -ENOMEM, or what mmap returns;
+ * -ERESTARTNOINTR (the ioctl is restarted) if io_uring task work came
+ * while the owner's first notifier was being registered.
  */
 int xpmem_attach_create(struct xpmem_ctx *ctx, xpmem_apid_t apid, u64 offset,
 			u64 size, unsigned long *vaddr, unsigned int flags,
