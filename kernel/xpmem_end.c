@@ -63,9 +63,9 @@ static void xpmem_end_put_objects(struct xpmem_att *att)
  * delays it, and with it the freeing of @att's memory).
  *
  * Removes the notifiers, then frees what only they and the zaps their
- * invalidations listed use, and @att.  May wait for: the settle work
- * (cancel_work_sync(), itself waiting for the owner's invalidations in
- * flight) and, in mmu_interval_notifier_remove(), the end of the owner's
+ * invalidations listed use, and @att.  May wait for: the settle work, if
+ * ATTACH queued it (xpmem_mirror_settle_cancel(); it waits for the
+ * owner's invalidations in flight) and, in mmu_interval_notifier_remove(), the end of the owner's
  * invalidations in flight - uninterruptibly, but in a kworker, never in
  * a task of the attacher or the owner.  The core never calls it, so it
  * cannot hold an i_mmap_rwsem, mmap_lock or folio lock the wait depends
@@ -87,7 +87,7 @@ static void xpmem_end_work(struct work_struct *work)
 	struct vfsmount *mnt = att->mnt;
 	unsigned int i;
 
-	cancel_work_sync(&att->settle_work);
+	xpmem_mirror_settle_cancel(att);
 	for (i = 0; i < att->nr_mirrors; i++)
 		if (att->mirrors[i].live)
 			mmu_interval_notifier_remove(&att->mirrors[i].notifier);

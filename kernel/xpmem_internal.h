@@ -443,6 +443,7 @@ struct xpmem_att {
 	struct llist_node end_node;	/* waiting for it (xpmem_mirror.c) */
 	/* waits for the invalidations in flight at insertion (mirror.c) */
 	struct work_struct settle_work;
+	bool settle_queued;		/* set once, before ATTACH maps it */
 	unsigned int first_range;	/* segment range of mirrors[0] */
 	unsigned int nr_mirrors;	/* >= 1 */
 	struct xpmem_mirror mirrors[] __counted_by(nr_mirrors);
@@ -692,6 +693,7 @@ struct xpmem_mirror *xpmem_mirror_find(struct vm_fault *vmf,
 				       unsigned long *oaddr);
 void xpmem_mirror_settle_init(struct xpmem_att *att);
 void xpmem_mirror_settle(struct xpmem_att *att, bool quiet);
+void xpmem_mirror_settle_cancel(struct xpmem_att *att);
 int xpmem_mirror_wait(struct xpmem_mirror *m, unsigned long start,
 		      unsigned long end);
 bool xpmem_mirror_maps_itself(const struct xpmem_seg *seg,

@@ -214,9 +214,9 @@ void xpmem_mirror_settle_init(struct xpmem_att *att)
  * @quiet: xpmem_owner_quiet() before their insertion
  *
  * At once if @quiet and the core linked every notifier; otherwise in the
- * settle work, which is cancelled (cancel_work_sync()) before the
- * notifiers are removed.  Called before the attachment is mapped, so no
- * fault waits for it yet.
+ * settle work, which is cancelled (xpmem_mirror_settle_cancel()) before
+ * the notifiers are removed.  Called before the attachment is mapped, so
+ * no fault waits for it yet.
  */
 void xpmem_mirror_settle(struct xpmem_att *att, bool quiet)
 {
@@ -226,12 +226,26 @@ void xpmem_mirror_settle(struct xpmem_att *att, bool quiet)
 		quiet = xpmem_owner_linked(&att->mirrors[i].notifier);
 	if (!quiet) {
 		atomic_long_inc(&xpmem_stats.settle_works);
+		att->settle_queued = true;
 		queue_work(xpmem_mirror_free_wq, &att->settle_work);
 		return;
 	}
 	for (i = 0; i < att->nr_mirrors; i++)
 		/* pairs with xpmem_mirror_wait() */
 		smp_store_release(&att->mirrors[i].settled, true);
+}
+
+/**
+ * xpmem_mirror_settle_cancel - make sure @att's settle work is not running
+ * @att: an ended attachment, owned by its end's worker
+ *
+ * Waits for the work if xpmem_mirror_settle() queued it (that ATTACH
+ * handed @att over since, so the flag is seen); else nothing to wait for.
+ */
+void xpmem_mirror_settle_cancel(struct xpmem_att *att)
+{
+	if (att->settle_queued)
+		cancel_work_sync(&att->settle_work);
 }
 
 /* ---- Invalidation -------------------------------------------------------- */
