@@ -112,8 +112,16 @@ static struct xpmem_att *xpmem_attach_placed(struct xpmem_ctx *ctx,
 
 /*
  * Called under the attacher's mmap_lock (write) by the vm_mmap() of
- * xpmem_attach_place(); takes ctx->space_lock (leaf) and waits for
- * nothing else.  The VMA takes a hold of the attachment (xpmem_end.c).
+ * xpmem_attach_place(), before the core links the VMA to the file (no
+ * i_mmap_rwsem, no folio lock); takes ctx->space_lock (a leaf spinlock)
+ * and waits for nothing else, allocates nothing.  Only the listed ATTACH
+ * (same task, same file offset) gets through, so nobody else can map the
+ * file or an attachment twice.  Refuses an address over the source
+ * ranges the attachment mirrors (-EADDRNOTAVAIL: xpmem_attach_place()
+ * tries elsewhere), so an attachment never maps its own source.  Maps no
+ * page and reads no owner memory: faults do, and see revocation
+ * (att->dead) there.  The VMA takes a hold of the attachment
+ * (xpmem_end.c), given back by its ->close.
  */
 static int xpmem_attach_mmap(struct file *file, struct vm_area_struct *vma)
 {

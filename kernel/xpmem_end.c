@@ -120,13 +120,23 @@ void xpmem_end_hold(struct xpmem_att *att)
  * dropped at once, and the rest is left to xpmem_end_work().  Called from
  * the last VMA's ->close (under the attacher's mmap_lock, held for writing
  * but in exit_mmap() on kernels before 6.1; or in the error path of
- * mmap), and from ATTACH, DETACH, POPULATE and the fault with no lock
- * held.  May wait for: permit->lock and seg->att_lock, which RELEASE and
- * REMOVE hold across their zaps - the zap worker, which needs only
- * attachments' i_mmap_rwsem and page table locks and never an mmap_lock,
- * none of which the owner can hold for long - and user->lock (leaf) when
- * the ctx goes with it; nothing the owner or another user can prolong.
- * It maps nothing and touches no owner memory.
+ * mmap), from ATTACH, DETACH and POPULATE with no lock held, and from the
+ * fault with at most the attacher's mmap_lock held; never under an
+ * i_mmap_rwsem or a folio lock.  May wait for: permit->lock and
+ * seg->att_lock, which RELEASE and REMOVE hold across their zaps - the
+ * zap worker, which needs only the attachments' files' i_mmap_rwsem (read)
+ * and page table locks and never an mmap_lock, none of which anyone holds
+ * for long - and user->lock (leaf) when the ctx goes with it.  These
+ * mutex waits are uninterruptible but bounded: an owner of another user
+ * can delay them by the zaps of one REMOVE at most, never for as long as
+ * it likes.  It maps
+ * nothing and touches no owner memory (no placement or revocation
+ * question).  The work it queues owns @att, which holds everything that
+ * work touches: the file's inode and mount, the owner's record (an
+ * owner_ref) and its own bitmaps; the ctx file itself is put with the ctx
+ * (fput(), from task context but for an exit_mmap() run by a kthread).
+ * The pages it frees (revoked-page copies, the bitmaps) were charged to
+ * the attacher.
  */
 void xpmem_end_put(struct xpmem_att *att)
 {

@@ -507,7 +507,12 @@ static vm_fault_t xpmem_fault_lock_owner(struct vm_fault *vmf,
 /*
  * The owner's mmap_lock comes first and is contended: drop the attacher's,
  * take the owner's, then the attacher's, and resolve the fault if the
- * attachment is still mapped at the address.
+ * attachment is still mapped at the address.  The fault holds the
+ * attachment meanwhile (xpmem_end_hold()), so the VMA found again is
+ * checked against the same attachment, never a new one at the same
+ * address; if its hold is the last, the attachment ends here, after both
+ * mmap_locks were dropped or with only the attacher's held again.  Both
+ * lock waits are killable.
  *
  * Return: the result, with the attacher's lock held again (after ->fault
  * returns, the core and the arch fault handlers use the mm, never the VMA,
@@ -739,7 +744,10 @@ free_pfns:
  * Congruent with the file offset modulo PMD_SIZE (2 MiB with 4 KiB pages)
  * when the attachment spans at least that: ATTACH chose a file offset
  * congruent with the owner's address (xpmem_attach.c), so that owner PMDs
- * can be attacher PMDs.
+ * can be attacher PMDs.  Called under the attacher's mmap_lock by mmap;
+ * reads only its arguments, takes and waits for nothing.  Whether the
+ * address it picks lies over the attachment's own source is checked by
+ * xpmem_attach_mmap() right after.
  */
 unsigned long xpmem_fault_get_unmapped_area(struct file *file,
 					    unsigned long addr,
@@ -767,8 +775,12 @@ bool xpmem_fault_huge_enabled(void)
 
 /*
  * VMA count of an attachment, and the VMAs' holds of it (xpmem_end.c):
- * +1 on split or mremap copy (under the attacher's mmap_lock, taking and
- * waiting for nothing), -1 on removal.
+ * +1 on split or mremap copy, -1 on removal.  ->open is called under the
+ * attacher's mmap_lock (write), possibly with the i_mmap_rwsem of the
+ * ctx's file held; it only counts (two atomics): takes no lock, waits for
+ * nothing, allocates nothing, touches no owner memory.  It keeps the
+ * VMA's addresses (a split) or the core has just checked the new ones
+ * (->mremap refuses a self-mirror), so it places nothing.
  */
 static void xpmem_fault_vma_open(struct vm_area_struct *vma)
 {
@@ -780,9 +792,20 @@ static void xpmem_fault_vma_open(struct vm_area_struct *vma)
 
 /*
  * The last VMA of an attachment gone (munmap, DETACH, exit, a failed
- * mmap) ends it unless someone else holds it: what that may wait for is
- * xpmem_end_put()'s.  Called under the attacher's mmap_lock (but in
- * exit_mmap() before 6.1), never under an i_mmap_rwsem.
+ * mmap) ends it unless someone else holds it (DETACH and ATTACH do, so
+ * their end runs in them with no lock held).  Called under the attacher's
+ * mmap_lock (but in exit_mmap() before 6.1), never under an i_mmap_rwsem
+ * or a folio lock (the core has unlinked the VMA from its file first).
+ * May wait for what xpmem_end_put() waits for: permit->lock,
+ * seg->att_lock and user->lock, mutexes whose holders never wait for an
+ * mmap_lock, an i_mmap_rwsem the core holds here, or a folio lock - RELEASE
+ * and REMOVE hold the first two across zaps, which take only the
+ * attachments' files' i_mmap_rwsem (read) and page table locks, for a
+ * bounded time - so an owner of another user can delay this unmap or
+ * exit only by the length of its one REMOVE's zaps, never at will.  Maps
+ * nothing, touches no owner memory (no placement or revocation question),
+ * allocates nothing; the work it queues owns the attachment
+ * (xpmem_end.c).
  */
 static void xpmem_fault_vma_close(struct vm_area_struct *vma)
 {
@@ -805,8 +828,8 @@ static bool xpmem_fault_vma_maps_itself(struct vm_area_struct *vma)
 /*
  * mremap() placed a piece of an attachment: never over its own source.
  * Called under the attacher's mmap_lock (write) and possibly the
- * attachment's i_mmap_rwsem (rmap locks); takes nothing and waits for
- * nothing.  The refused move is undone by the core, which moves the page
+ * i_mmap_rwsem of its ctx's pseudo file (rmap locks); takes nothing and
+ * waits for nothing.  The refused move is undone by the core, which moves the page
  * tables back over the old range: that invalidation finds no mapped
  * offsets there for any attachment of this one's VMA, so nobody waits.
  */

@@ -255,8 +255,8 @@ void xpmem_mirror_settle_cancel(struct xpmem_att *att)
  * folio locks or a file's i_mmap_rwsem possibly held, and from reclaim.
  * May wait for: att->lock (held only briefly, never across an allocation
  * or a wait; taken once more after a zap, to clear the zapped offsets),
- * and the zap worker, which needs the attachment's own i_mmap_rwsem and
- * page table locks only - and only when the attachment may have a PTE in
+ * and the zap worker, which needs the i_mmap_rwsem of the attachment's
+ * file and page table locks only - and only when the attachment may have a PTE in
  * the range (its bits are set until a zap of it is done, so an overlapping
  * invalidation meanwhile waits for its own zap too), which excludes every
  * range the core holds an attachment's i_mmap_rwsem for (see "Zapping" in

@@ -34,20 +34,24 @@ static struct workqueue_struct *xpmem_zap_wq;
  * to invalidate.  WQ_MEM_RECLAIM: the callback runs in reclaim.
  *
  * What the worker needs, and why waiting for it from a notifier callback
- * is safe: unmap_mapping_range() takes the i_mmap_rwsem of the attachment
- * being zapped (for reading) and the attacher's page table locks, nothing
- * else.  The core calls notifiers holding an mmap_lock, folio locks, the
- * i_mmap_rwsem of the files whose folios it unmaps, and - when it splits
- * or moves the VMA of an attachment X - X's i_mmap_rwsem, over X's own
- * addresses.  A callback waits only when its attachment may have a PTE
+ * is safe: unmap_mapping_range() takes the i_mmap_rwsem of the pseudo
+ * file the attachment being zapped maps (for reading; one per open of
+ * /dev/xpmem, shared by every attachment made through it) and the
+ * attacher's page table locks, nothing else.  The core calls notifiers
+ * holding an mmap_lock, folio locks, the i_mmap_rwsem of the files whose
+ * folios it unmaps, and - when it splits or moves the VMA of an
+ * attachment X - the i_mmap_rwsem of X's file, over X's own addresses.
+ * Which attachments share that file does not matter below: the argument
+ * is about addresses.  A callback waits only when its attachment may have a PTE
  * in the invalidated range (xpmem_zap_mapped_test()), and no
  * attachment ever has a PTE for an address where an attachment VMA lies
  * (the fault refuses those VMAs, and an invalidation clears the range
  * before any attachment VMA can be placed there).  So the callback never
- * waits for an i_mmap_rwsem the core holds: not X's own (an attachment
- * never mirrors its own VMA: xpmem_mirror.c's placement check runs at
- * every placement), and not Y's when two processes split attachments of each
- * other at once (neither has a PTE for the other's attachment VMA).
+ * waits for an i_mmap_rwsem the core holds: not X's file's (no attachment
+ * has a PTE for X's addresses, X itself included: xpmem_mirror.c's
+ * placement check runs at every placement), and not Y's when two processes
+ * split attachments of each other at once (neither has a PTE for the
+ * other's attachment VMA).
  * xpmem_zap_att() asserts the first under lockdep.
  *
  * One invalidation of the owner reaches every attachment of the range,
